@@ -1,0 +1,364 @@
+"""The catalog as data: layers, failure modes, matchers, causal rules, bands.
+
+It lives in YAML (the packaged `catalog.yaml`, extended by a team's file named by
+ROOTLINE_CATALOG or passed explicitly) so that teams adapt classification and causality to
+their own alert names without touching code. docs/catalog.md documents the format.
+"""
+from __future__ import annotations
+
+import os
+import re
+from dataclasses import dataclass, field
+from datetime import timedelta
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Mapping
+
+import yaml
+
+CATALOG_ENV = "ROOTLINE_CATALOG"
+LAYERS = ("hardware", "engine", "serving", "platform", "process", "unknown")
+FAILURE_MODES = (
+    "oom", "preemption", "timeout", "kv_fragmentation", "hot_instance", "numeric",
+    "slo_ttft", "slo_tpot", "slo_itl", "queueing", "spec_decode", "restart", "error_rate",
+    "gpu_error", "target_down", "change", "other",
+)
+ANY_MODE = "*"
+SCOPE_RELATIONS = (
+    "same_pod", "same_gpu", "same_node", "same_deployment", "sibling", "same_model",
+    "gateway", "same_namespace", "same_cluster", "in_change_scope",
+)
+
+
+class CatalogError(ValueError):
+    """A catalog file that cannot be used; the message names the file and the entry."""
+
+
+@dataclass(frozen=True)
+class ModeInfo:
+    name: str
+    layer: str
+    depth: int
+    label: str
+
+
+@dataclass(frozen=True)
+class Matcher:
+    id: str
+    mode: str
+    layer: str
+    names: tuple[re.Pattern[str], ...]
+    metrics: tuple[re.Pattern[str], ...]
+
+
+@dataclass(frozen=True)
+class Rule:
+    id: str
+    cause: str
+    effect: str
+    max_lag: timedelta
+    scope: frozenset[str]
+
+
+@dataclass(frozen=True)
+class Band:
+    name: str
+    title: str
+    direction: str
+    unit: str
+    red: float
+    yellow: float | None
+    series: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Settings:
+    same_mode_window: timedelta = timedelta(minutes=15)
+    same_mode_scope: frozenset[str] = frozenset({"same_pod", "same_gpu", "same_node", "sibling", "gateway"})
+    tight_scope_window: timedelta = timedelta(minutes=5)
+    onset_slack: timedelta = timedelta(minutes=2)
+    quiet_after_resolve: timedelta = timedelta(minutes=10)
+    max_idle: timedelta = timedelta(minutes=45)
+    max_span: timedelta = timedelta(hours=3)
+    max_candidates: int = 5
+
+
+@dataclass(frozen=True)
+class Catalog:
+    layers: tuple[str, ...]
+    modes: Mapping[str, ModeInfo]
+    layer_keys: tuple[str, ...]
+    mode_keys: tuple[str, ...]
+    defer_values: frozenset[str]
+    layer_synonyms: Mapping[str, str]
+    mode_synonyms: Mapping[str, str]
+    slo_names: tuple[tuple[str, re.Pattern[str]], ...]
+    change_marker_labels: tuple[str, ...]
+    change_marker_values: frozenset[str]
+    matchers: tuple[Matcher, ...]
+    rules: tuple[Rule, ...]
+    settings: Settings
+    bands: Mapping[str, Band]
+    sources: tuple[str, ...] = ()
+    rules_by_pair: Mapping[tuple[str, str], tuple[Rule, ...]] = field(default_factory=dict)
+
+    def rules_for(self, cause: str, effect: str) -> tuple[Rule, ...]:
+        return self.rules_by_pair.get((cause, effect), ()) + self.rules_by_pair.get((cause, ANY_MODE), ())
+
+    @property
+    def max_rule_lag(self) -> timedelta:
+        return max((rule.max_lag for rule in self.rules), default=timedelta(0))
+
+    def mode_layer(self, mode: str) -> str:
+        info = self.modes.get(mode)
+        return info.layer if info else "unknown"
+
+    def mode_depth(self, mode: str) -> int:
+        info = self.modes.get(mode)
+        return info.depth if info else 0
+
+
+def parse_duration(value: Any) -> timedelta:
+    """Durations are written as Prometheus writes them (90s, 15m, 1h30m) or as bare seconds."""
+    if isinstance(value, (int, float)):
+        return timedelta(seconds=float(value))
+    text = str(value).strip().lower()
+    parts = re.findall(r"(\d+(?:\.\d+)?)\s*(ms|s|m|h|d|w)", text)
+    if not parts or "".join(n + u for n, u in parts) != text.replace(" ", ""):
+        raise CatalogError(f"not a duration: {value!r}")
+    unit_seconds = {"ms": 0.001, "s": 1, "m": 60, "h": 3600, "d": 86400, "w": 604800}
+    return timedelta(seconds=sum(float(n) * unit_seconds[u] for n, u in parts))
+
+
+def packaged_catalog_text() -> str:
+    return resources.files("correlate").joinpath("catalog.yaml").read_text(encoding="utf-8")
+
+
+def load_catalog(path: str | os.PathLike[str] | None = None, *, use_env: bool = True) -> Catalog:
+    """The packaged catalog, extended by ROOTLINE_CATALOG (when `use_env`), then by `path`.
+
+    Cached by the file names and their modification times so that the app can call it per
+    request without re-reading YAML, yet sees a team's edit.
+    """
+    overrides: list[str] = []
+    env_path = os.environ.get(CATALOG_ENV, "").strip() if use_env else ""
+    if env_path:
+        overrides.append(env_path)
+    if path:
+        overrides.append(os.fspath(path))
+    stamps = tuple((p, _mtime(p)) for p in overrides)
+    return _load_cached(stamps)
+
+
+def catalog_from_mappings(*layers: Mapping[str, Any]) -> Catalog:
+    """Build a catalog from already-parsed YAML documents (packaged first), for tests and tools."""
+    merged: dict[str, Any] = {}
+    for layer in layers:
+        merged = merge_catalog_documents(merged, layer)
+    return _build(merged, sources=("<mappings>",))
+
+
+def _mtime(path: str) -> float:
+    try:
+        return Path(path).stat().st_mtime
+    except OSError as exc:
+        raise CatalogError(f"{path}: cannot read catalog override: {exc.strerror}") from exc
+
+
+@lru_cache(maxsize=16)
+def _load_cached(stamps: tuple[tuple[str, float], ...]) -> Catalog:
+    merged = _parse_yaml(packaged_catalog_text(), "catalog.yaml (packaged)")
+    sources = ["packaged"]
+    for path, _ in stamps:
+        text = Path(path).read_text(encoding="utf-8")
+        merged = merge_catalog_documents(merged, _parse_yaml(text, path))
+        sources.append(path)
+    return _build(merged, sources=tuple(sources))
+
+
+def _parse_yaml(text: str, origin: str) -> dict[str, Any]:
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as exc:
+        raise CatalogError(f"{origin}: invalid YAML: {exc}") from exc
+    if not isinstance(data, dict):
+        raise CatalogError(f"{origin}: a catalog is a mapping at the top level")
+    return data
+
+
+def merge_catalog_documents(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    """Team entries win: matchers and rules by id (new matchers go first), mappings merge deeply.
+
+    `replace: [section, ...]` in the override drops the packaged section instead of merging;
+    `disabled: true` on a matcher or rule removes the packaged entry of that id.
+    """
+    replaced = set(override.get("replace") or ())
+    merged: dict[str, Any] = {k: v for k, v in base.items()}
+    for key, value in override.items():
+        if key == "replace":
+            continue
+        if key in replaced or key not in merged:
+            merged[key] = _without_disabled(value) if key in ("matchers", "rules") else value
+        elif key == "matchers":
+            merged[key] = _merge_by_id(merged[key], value, new_first=True)
+        elif key == "rules":
+            merged[key] = _merge_by_id(merged[key], value, new_first=False)
+        elif key in ("slo_names",):
+            merged[key] = list(value) + list(merged[key])
+        elif key == "layers":
+            merged[key] = list(dict.fromkeys(list(merged[key]) + list(value)))
+        elif isinstance(value, Mapping) and isinstance(merged[key], Mapping):
+            merged[key] = _deep_merge(merged[key], value)
+        else:
+            merged[key] = value
+    return merged
+
+
+def _without_disabled(entries: Any) -> list[Any]:
+    return [e for e in (entries or []) if not (isinstance(e, Mapping) and e.get("disabled"))]
+
+
+def _merge_by_id(base: list[Any], override: list[Any], *, new_first: bool) -> list[Any]:
+    result = list(base)
+    index = {entry.get("id"): i for i, entry in enumerate(result)}
+    fresh: list[Any] = []
+    removed: set[int] = set()
+    for entry in override or []:
+        entry_id = entry.get("id")
+        if entry_id in index:
+            if entry.get("disabled"):
+                removed.add(index[entry_id])
+            else:
+                result[index[entry_id]] = {**result[index[entry_id]], **entry}
+        elif not entry.get("disabled"):
+            fresh.append(entry)
+    kept = [e for i, e in enumerate(result) if i not in removed]
+    if new_first:
+        before = [e for e in fresh if e.get("position") != "after"]
+        after = [e for e in fresh if e.get("position") == "after"]
+        return before + kept + after
+    return kept + fresh
+
+
+def _deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
+    merged = dict(base)
+    for key, value in override.items():
+        if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
+            merged[key] = _deep_merge(merged[key], value)
+        elif isinstance(value, list) and isinstance(merged.get(key), list) and key in ("defer", "labels", "values"):
+            merged[key] = list(dict.fromkeys(list(merged[key]) + list(value)))
+        else:
+            merged[key] = value
+    return merged
+
+
+def _compile(pattern: str, where: str) -> re.Pattern[str]:
+    try:
+        return re.compile(pattern, re.IGNORECASE)
+    except re.error as exc:
+        raise CatalogError(f"{where}: bad regular expression {pattern!r}: {exc}") from exc
+
+
+def _build(doc: Mapping[str, Any], *, sources: tuple[str, ...]) -> Catalog:
+    layers = tuple(doc.get("layers") or LAYERS)
+    modes = _build_modes(doc.get("modes") or {}, layers)
+    synonyms = doc.get("synonyms") or {}
+    matchers = tuple(_build_matcher(m, modes, layers) for m in doc.get("matchers") or ())
+    rules = tuple(_build_rule(r, modes) for r in doc.get("rules") or ())
+    by_pair: dict[tuple[str, str], tuple[Rule, ...]] = {}
+    for rule in rules:
+        by_pair[(rule.cause, rule.effect)] = by_pair.get((rule.cause, rule.effect), ()) + (rule,)
+    markers = doc.get("change_markers") or {}
+    return Catalog(
+        layers=layers,
+        modes=modes,
+        layer_keys=tuple(synonyms.get("layer_keys") or ("layer",)),
+        mode_keys=tuple(synonyms.get("failure_mode_keys") or ("failure_mode",)),
+        defer_values=frozenset(str(v).lower() for v in synonyms.get("defer") or ("unknown", "none", "other", "")),
+        layer_synonyms={str(k).lower(): str(v) for k, v in (synonyms.get("layer") or {}).items()},
+        mode_synonyms={str(k).lower(): str(v) for k, v in (synonyms.get("failure_mode") or {}).items()},
+        slo_names=tuple((e["mode"], _compile(e["pattern"], "slo_names")) for e in doc.get("slo_names") or ()),
+        change_marker_labels=tuple(markers.get("labels") or ()),
+        change_marker_values=frozenset(str(v).lower() for v in markers.get("values") or ()),
+        matchers=matchers,
+        rules=rules,
+        settings=_build_settings(doc.get("settings") or {}),
+        bands={name: _build_band(name, b) for name, b in (doc.get("bands") or {}).items()},
+        sources=sources,
+        rules_by_pair=by_pair,
+    )
+
+
+def _build_modes(raw: Mapping[str, Any], layers: tuple[str, ...]) -> dict[str, ModeInfo]:
+    modes = {name: ModeInfo(name, "unknown", 0, name.replace("_", " ")) for name in FAILURE_MODES}
+    for name, spec in raw.items():
+        spec = spec or {}
+        layer = spec.get("layer", modes.get(name, ModeInfo(name, "unknown", 0, name)).layer)
+        if layer not in layers:
+            raise CatalogError(f"modes.{name}: unknown layer {layer!r}")
+        modes[name] = ModeInfo(name, layer, int(spec.get("depth", 0)), str(spec.get("label", name)))
+    return modes
+
+
+def _build_matcher(raw: Mapping[str, Any], modes: Mapping[str, ModeInfo], layers: tuple[str, ...]) -> Matcher:
+    matcher_id = str(raw.get("id") or raw.get("mode") or "?")
+    mode = raw.get("mode")
+    if mode not in modes:
+        raise CatalogError(f"matchers.{matcher_id}: unknown failure mode {mode!r}")
+    layer = raw.get("layer") or modes[mode].layer
+    if layer not in layers:
+        raise CatalogError(f"matchers.{matcher_id}: unknown layer {layer!r}")
+    where = f"matchers.{matcher_id}"
+    return Matcher(
+        id=matcher_id,
+        mode=mode,
+        layer=layer,
+        names=tuple(_compile(p, where) for p in raw.get("names") or ()),
+        metrics=tuple(_compile(p, where) for p in raw.get("metrics") or ()),
+    )
+
+
+def _build_rule(raw: Mapping[str, Any], modes: Mapping[str, ModeInfo]) -> Rule:
+    rule_id = str(raw.get("id") or f"{raw.get('cause')}->{raw.get('effect')}")
+    for end in ("cause", "effect"):
+        if raw.get(end) not in modes and not (end == "effect" and raw.get(end) == ANY_MODE):
+            raise CatalogError(f"rules.{rule_id}: unknown {end} mode {raw.get(end)!r}")
+    scope = frozenset(raw.get("scope") or ("same_cluster",))
+    unknown = scope - set(SCOPE_RELATIONS)
+    if unknown:
+        raise CatalogError(f"rules.{rule_id}: unknown scope relation(s) {sorted(unknown)}")
+    return Rule(rule_id, raw["cause"], raw["effect"], parse_duration(raw.get("max_lag", "30m")), scope)
+
+
+def _build_settings(raw: Mapping[str, Any]) -> Settings:
+    defaults = Settings()
+    values: dict[str, Any] = {}
+    for name in defaults.__dataclass_fields__:
+        if name not in raw:
+            continue
+        current = getattr(defaults, name)
+        if isinstance(current, timedelta):
+            values[name] = parse_duration(raw[name])
+        elif isinstance(current, frozenset):
+            values[name] = frozenset(raw[name])
+        else:
+            values[name] = type(current)(raw[name])
+    return Settings(**values)
+
+
+def _build_band(name: str, raw: Mapping[str, Any]) -> Band:
+    if "red" not in raw:
+        raise CatalogError(f"bands.{name}: a band needs at least a red threshold")
+    direction = raw.get("direction", "above")
+    if direction not in ("above", "below"):
+        raise CatalogError(f"bands.{name}: direction is 'above' or 'below', not {direction!r}")
+    return Band(
+        name=name,
+        title=str(raw.get("title", name)),
+        direction=direction,
+        unit=str(raw.get("unit", "")),
+        red=float(raw["red"]),
+        yellow=float(raw["yellow"]) if raw.get("yellow") is not None else None,
+        series=tuple(raw.get("series") or ()),
+    )

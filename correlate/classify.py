@@ -1,0 +1,170 @@
+"""Layer and failure mode of an alert: explicit labels, then the alert name, then metric names.
+
+Teams label alerts in their own words and name them in their own style, so explicit labels are
+read through synonyms, names are split into words before matching, and the rule expression
+(generatorURL) and annotations are a fallback for names that say nothing.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Mapping
+from urllib.parse import parse_qsl, urlsplit
+
+from correlate.catalog import Catalog, Matcher, load_catalog
+from correlate.events import Alert
+
+SLO_MARKER = "@slo"
+TEXT_ANNOTATIONS = ("summary", "description", "message", "title", "details")
+_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_SEPARATORS = re.compile(r"[\s_\-.:/|,;()\[\]{}=\"'<>!?]+")
+
+
+@dataclass(frozen=True)
+class Classification:
+    layer: str
+    failure_mode: str
+    source: str
+
+
+def name_words(name: str) -> str:
+    """'LLMContainerOOMKilled' -> 'llm container oom killed', so patterns read like words."""
+    words: list[str] = []
+    for chunk in _SEPARATORS.split(name):
+        words.extend(w.lower() for w in _WORD.findall(chunk))
+    return " ".join(words)
+
+
+def rule_expressions(generator_url: str) -> str:
+    """The PromQL of a Prometheus/Grafana generatorURL (`g0.expr`, URL-decoded); '' if none."""
+    if not generator_url or "expr" not in generator_url:
+        return ""
+    try:
+        query = urlsplit(generator_url).query
+        return "\n".join(v for k, v in parse_qsl(query, keep_blank_values=False) if k.endswith(".expr") or k == "expr")
+    except ValueError:
+        return ""
+
+
+class Classifier:
+    """Classifies alerts against one catalog; results are cached by what they depend on."""
+
+    def __init__(self, catalog: Catalog | None = None) -> None:
+        self.catalog = catalog or load_catalog()
+        self._cache: dict[tuple[object, ...], Classification] = {}
+
+    def classify(self, alert: Alert) -> Classification:
+        labels = alert.labels
+        explicit = tuple(labels.get(k, "") for k in self.catalog.layer_keys + self.catalog.mode_keys)
+        markers = tuple(labels.get(k, "") for k in self.catalog.change_marker_labels)
+        annotations = tuple(alert.annotations.get(k, "") for k in TEXT_ANNOTATIONS) + tuple(
+            v for k, v in sorted(alert.annotations.items()) if k in ("query", "expr", "expression")
+        )
+        cache_key = (alert.alertname, explicit, markers, alert.generator_url, annotations)
+        cached = self._cache.get(cache_key)
+        if cached is None:
+            cached = self._classify(alert)
+            if len(self._cache) > 50_000:
+                self._cache.clear()
+            self._cache[cache_key] = cached
+        return cached
+
+    def _classify(self, alert: Alert) -> Classification:
+        catalog = self.catalog
+        if self._is_change(alert.labels):
+            return Classification("process", "change", "change-marker")
+        inferred = self._infer(alert)
+        explicit_layer = self._explicit_layer(alert.labels)
+        explicit_mode = self._explicit_mode(alert)
+        if explicit_mode:
+            if explicit_layer:
+                return Classification(explicit_layer, explicit_mode, "labels")
+            layer = inferred.layer if inferred.failure_mode == explicit_mode else catalog.mode_layer(explicit_mode)
+            return Classification(layer, explicit_mode, "labels")
+        if explicit_layer:
+            return Classification(explicit_layer, inferred.failure_mode, f"labels+{inferred.source}")
+        return inferred
+
+    def _is_change(self, labels: Mapping[str, str]) -> bool:
+        catalog = self.catalog
+        if any(labels.get(k, "").strip().lower() == "change" for k in catalog.mode_keys):
+            return True
+        return any(labels.get(k, "").strip().lower() in catalog.change_marker_values for k in catalog.change_marker_labels)
+
+    def _explicit_layer(self, labels: Mapping[str, str]) -> str:
+        catalog = self.catalog
+        for key in catalog.layer_keys:
+            raw = labels.get(key)
+            if raw is None:
+                continue
+            value = raw.strip().lower()
+            if value in catalog.defer_values:
+                continue
+            value = catalog.layer_synonyms.get(value, value)
+            if value in catalog.layers and value != "unknown":
+                return value
+        return ""
+
+    def _explicit_mode(self, alert: Alert) -> str:
+        catalog = self.catalog
+        for key in catalog.mode_keys:
+            raw = alert.labels.get(key)
+            if raw is None:
+                continue
+            value = raw.strip().lower()
+            if value in catalog.defer_values:
+                continue
+            value = catalog.mode_synonyms.get(value, value)
+            if value == SLO_MARKER:
+                return self._slo_mode(alert)
+            if value in catalog.modes and value != "other":
+                return value
+            matched = self._match_names(name_words(raw))
+            if matched and matched.mode != "other":
+                return matched.mode
+        return ""
+
+    def _slo_mode(self, alert: Alert) -> str:
+        for text in (name_words(alert.alertname), rule_expressions(alert.generator_url).lower()):
+            for mode, pattern in self.catalog.slo_names:
+                if pattern.search(text):
+                    return mode
+        inferred = self._infer(alert).failure_mode
+        return inferred if inferred.startswith("slo_") else "slo_ttft"
+
+    def _infer(self, alert: Alert) -> Classification:
+        words = name_words(alert.alertname)
+        matcher = self._match_names(words) if words else None
+        if matcher:
+            return Classification(matcher.layer, matcher.mode, f"name:{matcher.id}")
+        expr = rule_expressions(alert.generator_url)
+        for origin, text in (("expr", expr), ("annotations", self._annotation_expressions(alert))):
+            matcher = self._match_metrics(text) if text else None
+            if matcher:
+                return Classification(matcher.layer, matcher.mode, f"{origin}:{matcher.id}")
+        prose = " ".join(name_words(alert.annotations.get(k, "")) for k in TEXT_ANNOTATIONS)
+        matcher = self._match_names(prose) if prose.strip() else None
+        if matcher:
+            return Classification(matcher.layer, matcher.mode, f"text:{matcher.id}")
+        return Classification("unknown", "other", "default")
+
+    @staticmethod
+    def _annotation_expressions(alert: Alert) -> str:
+        return "\n".join(str(v) for v in alert.annotations.values())
+
+    def _match_names(self, words: str) -> Matcher | None:
+        for matcher in self.catalog.matchers:
+            if any(p.search(words) for p in matcher.names):
+                return matcher
+        return None
+
+    def _match_metrics(self, text: str) -> Matcher | None:
+        for matcher in self.catalog.matchers:
+            if any(p.search(text) for p in matcher.metrics):
+                return matcher
+        return None
+
+
+def classify(alert: Alert, catalog: Catalog | None = None) -> Classification:
+    """One-off classification; the engine keeps a Classifier to reuse its cache."""
+    return Classifier(catalog).classify(alert)

@@ -1,0 +1,63 @@
+"""The normalised alert every source is turned into before correlation."""
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass, field
+from datetime import datetime
+from typing import Mapping
+
+FIRING = "firing"
+RESOLVED = "resolved"
+
+
+@dataclass(frozen=True)
+class Alert:
+    """One occurrence of an alert: a fingerprint firing from `starts_at` (event time, not arrival)."""
+
+    fingerprint: str
+    starts_at: datetime
+    labels: Mapping[str, str] = field(default_factory=dict)
+    annotations: Mapping[str, str] = field(default_factory=dict)
+    ends_at: datetime | None = None
+    status: str = FIRING
+    generator_url: str = ""
+
+    @property
+    def key(self) -> str:
+        """Identity of the occurrence: one fingerprint can fire again later as a new occurrence."""
+        return occurrence_key(self.fingerprint, self.starts_at)
+
+    @property
+    def alertname(self) -> str:
+        return self.labels.get("alertname", "")
+
+
+def occurrence_key(fingerprint: str, starts_at: datetime) -> str:
+    return f"{fingerprint}@{starts_at.strftime('%Y-%m-%dT%H:%M:%S.%fZ')}"
+
+
+def event_fingerprint(*, source: str, summary: str, component: str = "") -> str:
+    """Fingerprint of an Events-API event that has no dedup_key (change events never have one).
+
+    The ingest parser and the simulator both use it, so that a change event replayed through the
+    webhook is the same occurrence the simulator's truth names.
+    """
+    raw = "\x1f".join((source or "", summary or "", component or ""))
+    return hashlib.sha256(raw.encode("utf-8", "surrogatepass")).hexdigest()[:16]
+
+
+_FNV64_OFFSET = 14695981039346656037
+_FNV64_PRIME = 1099511628211
+_LABEL_SEPARATOR = 0xFF
+
+
+def labelset_fingerprint(labels: Mapping[str, str]) -> str:
+    """Alertmanager's fingerprint of a label set (prometheus/common model.LabelSet.Fingerprint):
+    FNV-1a 64 over the sorted names and values, each followed by a 0xff byte, as 16 hex digits."""
+    value = _FNV64_OFFSET
+    for name in sorted(labels):
+        for part in (name, labels[name]):
+            for byte in part.encode("utf-8", "surrogatepass"):
+                value = ((value ^ byte) * _FNV64_PRIME) & 0xFFFFFFFFFFFFFFFF
+            value = ((value ^ _LABEL_SEPARATOR) * _FNV64_PRIME) & 0xFFFFFFFFFFFFFFFF
+    return f"{value:016x}"

@@ -1,0 +1,77 @@
+"""When the condition behind an alert began, as opposed to when the rule fired.
+
+A rule over a wide window (`avg_over_time(x[15m])`) or described as sustained ("for 10
+minutes") fires well after its condition began; reasoning about causes by `startsAt` alone
+would make such slow alerts look like effects of what they caused.
+"""
+from __future__ import annotations
+
+import re
+from datetime import datetime, timedelta, timezone
+
+from correlate.classify import rule_expressions
+from correlate.events import Alert
+
+MIN_COUNTED_WINDOW = timedelta(minutes=6)
+MAX_LOOKBACK = timedelta(hours=1)
+_UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
+_RANGE = re.compile(r"(\w*)\s*\(\s*[^()\[\]]*?\[\s*(\d+)\s*([smhd])\s*(?::[^\]]*)?\]")
+_EVENT_FUNCTIONS = frozenset({"increase", "changes", "resets", "max_over_time", "count_over_time",
+                              "present_over_time", "last_over_time", "delta", "idelta", "irate"})
+_PROSE = re.compile(
+    r"\b(?:for|over|during|within|across|in|sustained(?:\s+for)?|lasting)\s+(?:the\s+)?(?:last\s+|past\s+|previous\s+|at\s+least\s+|more\s+than\s+)?"
+    r"(\d+)\s*(s|sec|secs|seconds?|m|min|mins|minutes?|h|hr|hrs|hours?)\b",
+    re.IGNORECASE,
+)
+_PROSE_WINDOW = re.compile(r"\b(\d+)\s*(m|min|minutes?|h|hours?)[\s-]+(?:window|average|avg|rolling)\b", re.IGNORECASE)
+_BRACKET = re.compile(r"\[\s*(\d+)\s*([smhd])\s*\]")
+_FOR_KEYS = ("for", "window", "duration", "pending_for")
+
+
+def as_utc(moment: datetime) -> datetime:
+    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+
+
+def lookback(alert: Alert) -> timedelta:
+    """How long before `startsAt` the condition plausibly began (0 when nothing says so)."""
+    candidates = [_expression_window(rule_expressions(alert.generator_url))]
+    for key in ("description", "summary", "message"):
+        text = alert.annotations.get(key, "")
+        if text:
+            candidates.append(_prose_window(text))
+    for key in _FOR_KEYS:
+        value = alert.annotations.get(key) or alert.labels.get(key)
+        if value:
+            candidates.append(_duration(value))
+    window = max(candidates)
+    if window < MIN_COUNTED_WINDOW:
+        return timedelta(0)
+    return min(window, MAX_LOOKBACK)
+
+
+def onset_of(alert: Alert) -> datetime:
+    return as_utc(alert.starts_at) - lookback(alert)
+
+
+def _expression_window(expr: str) -> timedelta:
+    """The widest range window of a level-like function; event counters fire at once."""
+    best = timedelta(0)
+    for function, amount, unit in _RANGE.findall(expr):
+        if function.lower() in _EVENT_FUNCTIONS:
+            continue
+        best = max(best, timedelta(seconds=int(amount) * _UNIT_SECONDS[unit]))
+    return best
+
+
+def _prose_window(text: str) -> timedelta:
+    best = timedelta(0)
+    for amount, unit in _PROSE.findall(text) + _PROSE_WINDOW.findall(text):
+        best = max(best, timedelta(seconds=int(amount) * _UNIT_SECONDS[unit[0].lower()]))
+    for amount, unit in _BRACKET.findall(text):
+        best = max(best, timedelta(seconds=int(amount) * _UNIT_SECONDS[unit]))
+    return best
+
+
+def _duration(value: str) -> timedelta:
+    parts = re.findall(r"(\d+)\s*([smhd])", value.lower())
+    return timedelta(seconds=sum(int(n) * _UNIT_SECONDS[u] for n, u in parts))

@@ -1,0 +1,232 @@
+"""Where an alert happened (its scope) and how two scopes relate.
+
+Labels name the same thing many ways (`pod`, `exported_pod`, `kubernetes_pod_name`...), and a
+DCGM alert's `pod` may be the exporter's own pod rather than the workload's; this module turns
+labels into one scope and learns pod->node and pod->GPU links from alerts that carry both.
+"""
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Iterable, Mapping
+
+POD_KEYS = ("exported_pod", "pod", "kubernetes_pod_name", "pod_name", "k8s_pod_name")
+NAMESPACE_KEYS = ("exported_namespace", "namespace", "kubernetes_namespace", "k8s_namespace_name")
+NODE_KEYS = ("node", "Hostname", "hostname", "kubernetes_node", "node_name", "nodename", "k8s_node_name", "host")
+MODEL_KEYS = ("model", "model_name", "served_model_name", "target_model_name", "model_id", "llm_model", "base_model")
+GPU_INDEX_KEYS = ("gpu", "gpu_index", "minor_number")
+GPU_UUID_KEYS = ("UUID", "uuid", "gpu_uuid")
+DEPLOYMENT_KEYS = ("deployment", "statefulset", "workload", "leaderworkerset", "inferenceservice", "app_kubernetes_io_instance")
+ROUTE_KEYS = ("route", "httproute", "service", "destination_service_name", "destination_workload", "envoy_cluster_name",
+              "backend", "upstream", "inference_pool", "inferencepool", "pool", "server", "target")
+CLUSTER_KEYS = ("cluster", "k8s_cluster", "cluster_name", "kubernetes_cluster", "cluster_id")
+EXPORTER_POD = re.compile(r"(dcgm|exporter|kube-state-metrics|prometheus|node-exporter|cadvisor|otel|collector|vmagent|grafana-agent|alloy)", re.I)
+_K8S_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
+_DEPLOYMENT_POD = re.compile(rf"^(?P<name>.+)-[{_K8S_ALPHABET}]{{6,10}}-[{_K8S_ALPHABET}]{{5}}$")
+_STATEFUL_POD = re.compile(r"^(?P<name>.+)-\d+$")
+_DAEMON_POD = re.compile(rf"^(?P<name>.+)-[{_K8S_ALPHABET}]{{5}}$")
+_GATEWAY_NOISE = frozenset({
+    "vllm", "sglang", "trtllm", "trt", "tgi", "triton", "svc", "service", "route", "router", "gateway",
+    "engine", "server", "serving", "predictor", "deployment", "inference", "pool", "default", "http",
+    "https", "backend", "api", "epp", "istio", "envoy", "outbound", "inbound", "cluster", "local",
+    "upstream", "llm", "lb", "ingress", "grpc", "openai", "worker", "decode", "prefill", "v1",
+})
+
+
+@dataclass(frozen=True)
+class Scope:
+    cluster: str = ""
+    namespace: str = ""
+    deployment: str = ""
+    model: str = ""
+    pod: str = ""
+    node: str = ""
+    gpus: frozenset[str] = frozenset()
+    route: str = ""
+    gateway_keys: frozenset[str] = frozenset()
+
+    def describe(self) -> str:
+        """The narrowest place, as people say it in an incident channel."""
+        if self.pod:
+            return self.pod
+        if self.gpus and self.node:
+            gpu = sorted(self.gpus)[0]
+            return gpu if "/" in gpu else f"{self.node} GPU {gpu}"
+        for value in (self.node, self.deployment, self.model, self.route, self.namespace, self.cluster):
+            if value:
+                return value
+        return "an unknown scope"
+
+    def as_dict(self) -> dict[str, str]:
+        out = {k: getattr(self, k) for k in ("cluster", "namespace", "deployment", "model", "pod", "node", "route")}
+        if self.gpus:
+            out["gpu"] = ",".join(sorted(self.gpus))
+        return {k: v for k, v in out.items() if v}
+
+
+def deployment_of_pod(pod: str) -> str:
+    """Kubernetes names pods `<deployment>-<replicaset hash>-<5 chars>` or `<statefulset>-<n>`."""
+    for pattern in (_DEPLOYMENT_POD, _STATEFUL_POD, _DAEMON_POD):
+        found = pattern.match(pod)
+        if found:
+            return found.group("name")
+    return ""
+
+
+def gateway_key(name: str) -> str:
+    """A service, route or model name reduced to the words that name the model it serves."""
+    text = name.strip().lower()
+    if "|" in text:
+        parts = [p for p in text.split("|") if p]
+        text = parts[-1].split(".")[0] if parts else text
+    elif "/" in text and not text.startswith("http"):
+        pieces = [p for p in text.split("/") if p and not p.isdigit()]
+        text = pieces[-1] if len(pieces) < 3 else pieces[1]
+    text = re.sub(r"^https?://", "", text).split(":")[0]
+    if "." in text and re.search(r"\.(svc|cluster|local)\b", text):
+        text = text.split(".")[0]
+    tokens = [t for t in re.split(r"[^a-z0-9]+", text) if t and t not in _GATEWAY_NOISE and not (t.isdigit() and len(t) >= 3)]
+    return "-".join(tokens)
+
+
+def _first(labels: Mapping[str, str], keys: Iterable[str]) -> str:
+    for key in keys:
+        value = labels.get(key)
+        if value:
+            return value.strip()
+    return ""
+
+
+def _is_exporter_pod(labels: Mapping[str, str], pod: str) -> bool:
+    job = labels.get("job", "")
+    return bool(EXPORTER_POD.search(pod)) or ("dcgm" in job.lower() and "exported_pod" not in labels)
+
+
+def _node_from_instance(labels: Mapping[str, str]) -> str:
+    instance = labels.get("instance", "")
+    job = labels.get("job", "").lower()
+    if not instance:
+        return ""
+    host, _, port = instance.rpartition(":") if ":" in instance else (instance, "", "")
+    if "node" in job and "exporter" in job or job in ("node", "node-exporter", "kubelet") or port == "9100":
+        return host
+    return ""
+
+
+def scope_of(labels: Mapping[str, str]) -> Scope:
+    workload_pod = labels.get("exported_pod", "").strip()
+    pod = workload_pod or _first(labels, POD_KEYS[1:])
+    namespace = labels.get("exported_namespace", "").strip() or _first(labels, NAMESPACE_KEYS[1:])
+    if pod and not workload_pod and _is_exporter_pod(labels, pod):
+        pod = ""
+        if not labels.get("exported_namespace"):
+            namespace = "" if _looks_like_monitoring(namespace) else namespace
+    node = _first(labels, NODE_KEYS) or _node_from_instance(labels)
+    gpus = _gpus(labels, node)
+    deployment = _first(labels, DEPLOYMENT_KEYS) or (deployment_of_pod(pod) if pod else "")
+    model = _first(labels, MODEL_KEYS)
+    if "/" in model and not model.startswith("/"):
+        model = model.rsplit("/", 1)[-1]
+    route = _first(labels, ROUTE_KEYS)
+    keys = {gateway_key(v) for v in (deployment, model, route) if v}
+    keys.discard("")
+    return Scope(
+        cluster=_first(labels, CLUSTER_KEYS),
+        namespace=namespace,
+        deployment=deployment,
+        model=model,
+        pod=pod,
+        node=node,
+        gpus=gpus,
+        route=route,
+        gateway_keys=frozenset(keys),
+    )
+
+
+def _looks_like_monitoring(namespace: str) -> bool:
+    return bool(re.search(r"monitor|prometheus|gpu-operator|observab|dcgm|kube-system|metrics", namespace, re.I))
+
+
+def _gpus(labels: Mapping[str, str], node: str) -> frozenset[str]:
+    found: set[str] = set()
+    uuid = _first(labels, GPU_UUID_KEYS)
+    if uuid:
+        found.add(uuid.lower())
+    index = _first(labels, GPU_INDEX_KEYS)
+    if not index:
+        device = labels.get("device", "")
+        digits = re.fullmatch(r"nvidia(\d+)", device)
+        index = digits.group(1) if digits else ""
+    if index and node:
+        found.add(f"{node}/gpu{index}")
+    return frozenset(found)
+
+
+@dataclass
+class Topology:
+    """pod -> nodes and pod -> GPUs, learned from alerts that carry both ends.
+
+    Sets rather than single values, so the result does not depend on which alert came first.
+    """
+
+    pod_nodes: dict[str, set[str]] = field(default_factory=dict)
+    pod_gpus: dict[str, set[str]] = field(default_factory=dict)
+
+    def learn(self, scope: Scope) -> list[tuple[str, str]]:
+        """Record links in `scope`; returns the new (kind, value) ends, for replaying what they touch."""
+        if not scope.pod:
+            return []
+        fresh: list[tuple[str, str]] = []
+        if scope.node and scope.node not in self.pod_nodes.get(scope.pod, ()):
+            self.pod_nodes.setdefault(scope.pod, set()).add(scope.node)
+            fresh.append(("node", scope.node))
+        for gpu in scope.gpus:
+            if gpu not in self.pod_gpus.get(scope.pod, ()):
+                self.pod_gpus.setdefault(scope.pod, set()).add(gpu)
+                fresh.append(("gpu", gpu))
+        return fresh
+
+    def nodes(self, scope: Scope) -> frozenset[str]:
+        learned = self.pod_nodes.get(scope.pod) if scope.pod else None
+        if scope.node:
+            return frozenset(learned | {scope.node}) if learned else frozenset((scope.node,))
+        return frozenset(learned) if learned else frozenset()
+
+    def gpus(self, scope: Scope) -> frozenset[str]:
+        learned = self.pod_gpus.get(scope.pod) if scope.pod else None
+        return frozenset(scope.gpus | learned) if learned else scope.gpus
+
+
+def relations(a: Scope, b: Scope, a_nodes: frozenset[str], b_nodes: frozenset[str],
+              a_gpus: frozenset[str], b_gpus: frozenset[str]) -> frozenset[str]:
+    """Every relation that holds between two scopes of one cluster (see docs/catalog.md)."""
+    found: set[str] = {"same_cluster"}
+    same_ns = not a.namespace or not b.namespace or a.namespace == b.namespace
+    if a.namespace and a.namespace == b.namespace:
+        found.add("same_namespace")
+    if a.pod and a.pod == b.pod and same_ns:
+        found.add("same_pod")
+    if a_gpus and b_gpus and not a_gpus.isdisjoint(b_gpus):
+        found.add("same_gpu")
+    if a_nodes and b_nodes and not a_nodes.isdisjoint(b_nodes):
+        found.add("same_node")
+    if a.deployment and a.deployment == b.deployment and same_ns:
+        found.update(("same_deployment", "sibling"))
+    if a.model and a.model == b.model:
+        found.update(("same_model", "sibling"))
+    if a.gateway_keys and not a.gateway_keys.isdisjoint(b.gateway_keys):
+        found.add("gateway")
+    return frozenset(found)
+
+
+def in_change_scope(change: Scope, other: Scope, other_nodes: frozenset[str], relation: frozenset[str]) -> bool:
+    """Whether `other` lies inside what a change touched: its pod, node, workload, or namespace."""
+    if change.pod:
+        return "same_pod" in relation or bool(change.node and change.node in other_nodes)
+    if change.deployment or change.model or change.route:
+        return bool(relation & {"sibling", "gateway"})
+    if change.node:
+        return change.node in other_nodes
+    if change.namespace:
+        return not other.namespace or other.namespace == change.namespace
+    return True

@@ -1,0 +1,1 @@
+"""The Django app: models, webhooks, services, tasks, views, API, admin and commands."""

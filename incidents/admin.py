@@ -1,0 +1,45 @@
+from django.contrib import admin, messages
+
+from incidents import services
+from incidents.models import Alert, Delivery, Integration
+
+
+@admin.register(Integration)
+class IntegrationAdmin(admin.ModelAdmin):
+    list_display = ("name", "kind", "path", "rate_limit", "is_active", "created_at")
+    readonly_fields = ("token_digest", "created_at")
+
+
+@admin.register(Delivery)
+class DeliveryAdmin(admin.ModelAdmin):
+    list_display = ("id", "integration", "received_at", "status", "size", "accepted", "error_excerpt")
+    list_filter = ("status", "integration")
+    readonly_fields = [field.name for field in Delivery._meta.fields if field.name != "body"] + ["body_text"]
+    exclude = ("body",)
+    actions = ["replay"]
+
+    @admin.display(description="error")
+    def error_excerpt(self, delivery: Delivery) -> str:
+        return delivery.error[:120]
+
+    @admin.display(description="body (as received)")
+    def body_text(self, delivery: Delivery) -> str:
+        return bytes(delivery.body[:200_000]).decode("utf-8", "replace")
+
+    @admin.action(description="Replay the selected deliveries")
+    def replay(self, request, queryset) -> None:
+        for delivery in queryset:
+            try:
+                replayed = services.delivery_replay(delivery_id=delivery.pk)
+            except services.RootlineError as exc:
+                self.message_user(request, str(exc), messages.WARNING)
+            else:
+                self.message_user(request, f"delivery {replayed.pk}: {replayed.status}, {replayed.accepted} alerts")
+
+
+@admin.register(Alert)
+class AlertAdmin(admin.ModelAdmin):
+    list_display = ("alertname", "fingerprint", "status", "starts_at", "ends_at", "integration", "layer", "failure_mode")
+    list_filter = ("status", "kind", "integration")
+    search_fields = ("alertname", "fingerprint")
+    readonly_fields = [field.name for field in Alert._meta.fields]

@@ -1,0 +1,7 @@
+from django.apps import AppConfig
+
+
+class IncidentsConfig(AppConfig):
+    name = "incidents"
+    verbose_name = "Rootline incidents"
+    default_auto_field = "django.db.models.BigAutoField"

@@ -1,0 +1,108 @@
+"""Alertmanager's webhook body (version "4"), as sent by notify/webhook in Alertmanager 0.2x-0.3x.
+
+Alertmanager delivers at least once and re-sends a group's alerts whenever the group changes
+and every repeat_interval, so a body is a view of a group, not a list of news: the service
+upserts each occurrence by (fingerprint, startsAt).
+"""
+from __future__ import annotations
+
+from datetime import datetime
+from typing import Any
+
+from correlate.events import labelset_fingerprint
+from incidents.ingest.common import (
+    MAX_ANNOTATION_VALUE,
+    MAX_FINGERPRINT,
+    MAX_LABEL_VALUE,
+    FieldError,
+    ParsedAlert,
+    ParseResult,
+    PayloadError,
+    clean_text,
+    decode_json,
+    expect_object,
+    parse_time,
+    string_map,
+    type_name,
+)
+
+STATUSES = ("firing", "resolved")
+
+
+def parse(body: bytes, received_at: datetime) -> ParseResult:
+    document = decode_json(body)
+    alerts = alerts_array(document)
+    result = ParseResult()
+    for index, item in enumerate(alerts):
+        try:
+            result.alerts.append(parse_alert(item, f"alerts[{index}]", received_at))
+        except FieldError as exc:
+            result.reject(exc)
+    return result.require_something_usable("alert")
+
+
+def alerts_array(document: Any) -> list:
+    if not isinstance(document, dict):
+        raise PayloadError(f"body: expected a JSON object, got {type_name(document)}")
+    version = document.get("version")
+    if version is not None and version != "4":
+        raise PayloadError(f"version: expected \"4\", got {str(version)[:20]!r}")
+    if "alerts" not in document:
+        raise PayloadError("alerts: missing; an Alertmanager webhook body has an 'alerts' array")
+    alerts = document["alerts"]
+    if not isinstance(alerts, list):
+        raise PayloadError(f"alerts: expected an array, got {type_name(alerts)}")
+    return alerts
+
+
+def parse_alert(item: Any, path: str, received_at: datetime) -> ParsedAlert:
+    alert = expect_object(item, path)
+    labels = string_map(alert.get("labels"), f"{path}.labels", value_limit=MAX_LABEL_VALUE)
+    if not labels:
+        raise FieldError(f"{path}.labels", "missing or empty; an alert is identified by its labels")
+    annotations = string_map(
+        alert.get("annotations"), f"{path}.annotations", value_limit=MAX_ANNOTATION_VALUE, truncate=True
+    )
+    if "startsAt" not in alert:
+        raise FieldError(f"{path}.startsAt", "missing")
+    # Go's zero time (Grafana's own tests send it) says "unknown": time the alert by its arrival.
+    starts_at = parse_time(alert["startsAt"], f"{path}.startsAt") or received_at
+    ends_at = parse_time(alert["endsAt"], f"{path}.endsAt") if alert.get("endsAt") not in (None, "") else None
+    status = alert_status(alert, path, ends_at, received_at)
+    if status == "firing":
+        ends_at = None  # a firing alert's endsAt is only Prometheus's "valid until"
+    elif ends_at is None or ends_at < starts_at:
+        ends_at = max(starts_at, min(received_at, ends_at or received_at))
+    return ParsedAlert(
+        fingerprint=fingerprint_of(alert, path, labels),
+        status=status,
+        starts_at=starts_at,
+        ends_at=ends_at,
+        labels=labels,
+        annotations=annotations,
+        generator_url=generator_url_of(alert, path),
+    )
+
+
+def alert_status(alert: dict, path: str, ends_at: datetime | None, received_at: datetime) -> str:
+    status = alert.get("status")
+    if status is None:
+        return "resolved" if ends_at is not None and ends_at <= received_at else "firing"
+    if status not in STATUSES:
+        raise FieldError(f"{path}.status", f"expected \"firing\" or \"resolved\", got {str(status)[:40]!r}")
+    return status
+
+
+def fingerprint_of(alert: dict, path: str, labels: dict[str, str]) -> str:
+    """The sender's fingerprint when it gives one; otherwise the one Alertmanager would compute."""
+    value = alert.get("fingerprint")
+    if value in (None, ""):
+        return labelset_fingerprint(labels)
+    return clean_text(value, f"{path}.fingerprint", limit=MAX_FINGERPRINT)
+
+
+def generator_url_of(alert: dict, path: str) -> str:
+    value = alert.get("generatorURL")
+    if value is None:
+        return ""
+    return clean_text(value, f"{path}.generatorURL", limit=MAX_ANNOTATION_VALUE, truncate=True)

@@ -1,0 +1,208 @@
+"""What every source parser shares: the parsed alert, the error type, strict JSON and time reading.
+
+Parsers are pure (bytes in, dataclasses out) so they can be replayed on any stored body. Every
+problem is reported with the path of the value at fault (`alerts[3].startsAt`), because the
+person reading a 400 at 2 a.m. needs to know where to look, not only that something is wrong.
+"""
+from __future__ import annotations
+
+import json
+import re
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+from typing import Any
+
+MAX_LABEL_VALUE = 16 * 1024
+MAX_LABEL_NAME = 1024
+MAX_ANNOTATION_VALUE = 64 * 1024
+MAX_FINGERPRINT = 255
+MAX_JSON_DEPTH = 64
+
+_RFC3339 = re.compile(
+    r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:?\d{2})$"
+)
+
+
+class PayloadError(ValueError):
+    """Nothing in the body is usable; the message says what is wrong and where."""
+
+    def __init__(self, message: str, rejected: list["Rejection"] | None = None) -> None:
+        super().__init__(message)
+        self.message = message
+        self.rejected = rejected or []
+
+
+class FieldError(ValueError):
+    """One value is unreadable; the alert holding it is rejected, its neighbours are kept."""
+
+    def __init__(self, path: str, error: str) -> None:
+        super().__init__(f"{path}: {error}")
+        self.path = path
+        self.error = error
+
+
+@dataclass(frozen=True)
+class Rejection:
+    path: str
+    error: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"path": self.path, "error": self.error}
+
+
+@dataclass(frozen=True)
+class ParsedAlert:
+    fingerprint: str
+    status: str
+    starts_at: datetime
+    ends_at: datetime | None
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    generator_url: str = ""
+    kind: str = "alert"
+    event_action: str = ""
+
+    @property
+    def alertname(self) -> str:
+        return self.labels.get("alertname", "")
+
+
+@dataclass
+class ParseResult:
+    alerts: list[ParsedAlert] = field(default_factory=list)
+    rejected: list[Rejection] = field(default_factory=list)
+
+    def reject(self, exc: FieldError) -> None:
+        self.rejected.append(Rejection(exc.path, exc.error))
+
+    def require_something_usable(self, what: str) -> "ParseResult":
+        if self.rejected and not self.alerts:
+            first = self.rejected[0]
+            more = len(self.rejected) - 1
+            suffix = f" (and {more} more problem{'s' if more > 1 else ''})" if more else ""
+            raise PayloadError(f"no {what} could be read: {first.path}: {first.error}{suffix}", self.rejected)
+        return self
+
+
+def decode_json(body: bytes) -> Any:
+    """Strict UTF-8 and JSON, with the position of the first problem in the message."""
+    if not body.strip():
+        raise PayloadError("body: empty; expected a JSON object")
+    try:
+        text = body.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise PayloadError(f"body: not UTF-8 (invalid byte 0x{body[exc.start]:02x} at offset {exc.start})") from None
+    if text.startswith("\ufeff"):
+        text = text[1:]
+    _check_depth(text)
+    try:
+        return json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise PayloadError(f"body: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+    except RecursionError:
+        raise PayloadError(f"body: JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
+
+
+def _check_depth(text: str) -> None:
+    """Refuse absurd nesting before json.loads recurses into it (cheap scan, strings skipped)."""
+    depth = 0
+    in_string = False
+    escaped = False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+        elif char == '"':
+            in_string = True
+        elif char in "[{":
+            depth += 1
+            if depth > MAX_JSON_DEPTH:
+                raise PayloadError(f"body: JSON nested deeper than {MAX_JSON_DEPTH} levels")
+        elif char in "]}":
+            depth -= 1
+
+
+def type_name(value: Any) -> str:
+    return {dict: "object", list: "array", str: "string", bool: "boolean", type(None): "null"}.get(
+        type(value), "number" if isinstance(value, (int, float)) else type(value).__name__
+    )
+
+
+def expect_object(value: Any, path: str) -> dict:
+    if not isinstance(value, dict):
+        raise FieldError(path, f"expected an object, got {type_name(value)}")
+    return value
+
+
+def clean_text(value: Any, path: str, *, limit: int, truncate: bool = False) -> str:
+    """A string a database and a page can hold: no NUL, no lone surrogate, bounded length."""
+    if not isinstance(value, str):
+        raise FieldError(path, f"expected a string, got {type_name(value)}")
+    if "\x00" in value:
+        raise FieldError(path, "contains a NUL character")
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        raise FieldError(path, "contains an unpaired surrogate (not valid Unicode text)") from None
+    if len(value) > limit:
+        if not truncate:
+            raise FieldError(path, f"{len(value)} characters, over the limit of {limit}")
+        value = value[:limit] + f"… [truncated, {len(value)} characters in all]"
+    return value
+
+
+def string_map(value: Any, path: str, *, value_limit: int, truncate: bool = False) -> dict[str, str]:
+    if value is None:
+        return {}
+    mapping = expect_object(value, path)
+    result: dict[str, str] = {}
+    for key, item in mapping.items():
+        clean_key = clean_text(key, f"{path}.{key[:80]}", limit=MAX_LABEL_NAME)
+        result[clean_key] = clean_text(item, f"{path}.{clean_key}", limit=value_limit, truncate=truncate)
+    return result
+
+
+def parse_time(value: Any, path: str) -> datetime | None:
+    """RFC 3339 with up to 9 fractional digits (Go's time.Time); Go's zero time means 'none'.
+
+    Also takes `+0000` offsets without a colon, as PagerDuty's examples write them."""
+    if not isinstance(value, str):
+        raise FieldError(path, f"expected an RFC 3339 time string, got {type_name(value)}")
+    match = _RFC3339.match(value.strip())
+    if not match:
+        raise FieldError(path, f"not an RFC 3339 time: {value[:60]!r}")
+    year, month, day, hour, minute, second, fraction, offset = match.groups()
+    if year == "0001" and month == "01" and day == "01":
+        return None
+    try:
+        micro = int((fraction or "0")[:6].ljust(6, "0"))
+        moment = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second), micro)
+        moment = moment.replace(tzinfo=_offset(offset)).astimezone(timezone.utc)
+    except (ValueError, OverflowError) as exc:
+        raise FieldError(path, f"not a valid time: {value[:60]!r} ({exc})") from None
+    if moment.year < 1970:
+        raise FieldError(path, f"time before 1970: {value[:60]!r}")
+    return moment
+
+
+def _offset(text: str) -> timezone:
+    if text in ("Z", "z"):
+        return timezone.utc
+    sign = 1 if text[0] == "+" else -1
+    digits = text[1:].replace(":", "")
+    hours, minutes = int(digits[:2]), int(digits[2:])
+    if hours > 23 or minutes > 59:
+        raise ValueError(f"offset out of range: {text}")
+    return timezone(sign * timedelta(hours=hours, minutes=minutes))
+
+
+def optional_text(value: Any, *, limit: int) -> str:
+    """A best-effort extra (a link, a client name): dropped rather than rejecting the alert."""
+    try:
+        return clean_text(value, "", limit=limit, truncate=True) if value else ""
+    except FieldError:
+        return ""

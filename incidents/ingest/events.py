@@ -1,0 +1,173 @@
+"""PagerDuty Events API v2 bodies (trigger / acknowledge / resolve) and PagerDuty Change Events.
+
+An event's labels are its payload's custom_details (scalars as strings, one level deep) plus
+source, component, group and class; its alert name is custom_details.alertname, else class,
+else the summary. Alertmanager's own pagerduty_configs send such events, one per alert group.
+A change event (no event_action) becomes an already-resolved occurrence of kind `change`.
+"""
+from __future__ import annotations
+
+import json
+from datetime import datetime
+from typing import Any
+
+from correlate.events import event_fingerprint
+from incidents.ingest.common import (
+    MAX_ANNOTATION_VALUE,
+    MAX_FINGERPRINT,
+    MAX_LABEL_VALUE,
+    FieldError,
+    ParsedAlert,
+    ParseResult,
+    PayloadError,
+    clean_text,
+    decode_json,
+    expect_object,
+    optional_text,
+    parse_time,
+    type_name,
+)
+
+ACTIONS = ("trigger", "acknowledge", "resolve")
+PAYLOAD_LABELS = ("source", "component", "group", "class")
+SEVERITIES = ("critical", "error", "warning", "info")
+
+
+def parse(body: bytes, received_at: datetime) -> ParseResult:
+    document = decode_json(body)
+    if isinstance(document, list):
+        items = [(item, f"[{index}]") for index, item in enumerate(document)]
+    elif isinstance(document, dict):
+        items = [(document, "")]
+    else:
+        raise PayloadError(f"body: expected a JSON object (one event) or an array of events, got {type_name(document)}")
+    result = ParseResult()
+    for item, path in items:
+        try:
+            result.alerts.append(parse_event(item, path, received_at))
+        except FieldError as exc:
+            result.reject(exc)
+    if len(items) == 1 and result.rejected:
+        only = result.rejected[0]
+        raise PayloadError(f"{only.path}: {only.error}", result.rejected)
+    return result.require_something_usable("event")
+
+
+def routing_key_of(body: bytes) -> str | None:
+    """The routing_key of a single event, for senders that authenticate with it instead of a header."""
+    try:
+        document = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    if isinstance(document, list) and document:
+        document = document[0]
+    key = document.get("routing_key") if isinstance(document, dict) else None
+    return key if isinstance(key, str) else None
+
+
+def parse_event(item: Any, prefix: str, received_at: datetime) -> ParsedAlert:
+    event = expect_object(item, prefix or "body")
+    path = f"{prefix}." if prefix else ""
+    payload = expect_object(event.get("payload"), f"{path}payload") if "payload" in event else {}
+    action = event.get("event_action")
+    if action is None and "payload" not in event:
+        raise FieldError(f"{path}event_action", "missing; expected trigger, acknowledge or resolve (or a change event's payload)")
+    if action is None:
+        return parse_change(payload, f"{path}payload", received_at)
+    if action not in ACTIONS:
+        raise FieldError(f"{path}event_action", f"expected one of {', '.join(ACTIONS)}, got {str(action)[:40]!r}")
+    summary = text_field(payload, "summary", f"{path}payload", required=action == "trigger")
+    source = text_field(payload, "source", f"{path}payload", required=False)
+    component = text_field(payload, "component", f"{path}payload", required=False)
+    dedup_key = event.get("dedup_key")
+    if dedup_key in (None, ""):
+        if action != "trigger":
+            raise FieldError(f"{path}dedup_key", f"missing; an {action} event names the alert by its dedup_key")
+        fingerprint = event_fingerprint(source=source, summary=summary, component=component)
+    else:
+        fingerprint = clean_text(dedup_key, f"{path}dedup_key", limit=MAX_FINGERPRINT)
+    at = event_time(payload, f"{path}payload", received_at)
+    labels = event_labels(payload, f"{path}payload", summary)
+    return ParsedAlert(
+        fingerprint=fingerprint,
+        status="resolved" if action == "resolve" else "firing",
+        starts_at=at,
+        ends_at=at if action == "resolve" else None,
+        labels=labels,
+        annotations=event_annotations(payload, event, summary),
+        generator_url=first_link(event),
+        event_action=action,
+    )
+
+
+def parse_change(payload: dict, path: str, received_at: datetime) -> ParsedAlert:
+    summary = text_field(payload, "summary", path, required=True)
+    source = text_field(payload, "source", path, required=False)
+    at = event_time(payload, path, received_at)
+    return ParsedAlert(
+        fingerprint=event_fingerprint(source=source, summary=summary, component=""),
+        status="resolved",
+        starts_at=at,
+        ends_at=at,
+        labels=event_labels(payload, path, summary),
+        annotations={"summary": summary},
+        kind="change",
+        event_action="change",
+    )
+
+
+def text_field(payload: dict, key: str, path: str, *, required: bool) -> str:
+    value = payload.get(key)
+    if value in (None, ""):
+        if required:
+            raise FieldError(f"{path}.{key}", "missing")
+        return ""
+    return clean_text(value, f"{path}.{key}", limit=MAX_ANNOTATION_VALUE if key == "summary" else MAX_LABEL_VALUE)
+
+
+def event_time(payload: dict, path: str, received_at: datetime) -> datetime:
+    if payload.get("timestamp") in (None, ""):
+        return received_at
+    return parse_time(payload["timestamp"], f"{path}.timestamp") or received_at
+
+
+def event_labels(payload: dict, path: str, summary: str) -> dict[str, str]:
+    details = payload.get("custom_details")
+    labels: dict[str, str] = {}
+    if isinstance(details, dict):
+        for key, value in details.items():
+            if isinstance(value, (dict, list)):
+                continue  # one level deep: nested structures stay in the stored body
+            text = value if isinstance(value, str) else json.dumps(value)
+            key_text = clean_text(key, f"{path}.custom_details", limit=1024)
+            labels[key_text] = clean_text(text, f"{path}.custom_details.{key_text}", limit=MAX_LABEL_VALUE)
+    for key in PAYLOAD_LABELS:
+        value = payload.get(key)
+        if value not in (None, ""):
+            labels.setdefault(key, clean_text(value, f"{path}.{key}", limit=MAX_LABEL_VALUE))
+    severity = payload.get("severity")
+    if isinstance(severity, str) and severity in SEVERITIES:
+        labels.setdefault("severity", severity)
+    if not labels.get("alertname"):
+        labels["alertname"] = (labels.get("class") or summary or "event")[:255]
+    return labels
+
+
+def event_annotations(payload: dict, event: dict, summary: str) -> dict[str, str]:
+    annotations = {"summary": summary} if summary else {}
+    details = payload.get("custom_details")
+    if isinstance(details, str):
+        annotations["details"] = optional_text(details, limit=MAX_ANNOTATION_VALUE)
+    client = event.get("client")
+    if isinstance(client, str):
+        annotations["client"] = optional_text(client, limit=1024)
+    return {key: value for key, value in annotations.items() if value}
+
+
+def first_link(event: dict) -> str:
+    links = event.get("links")
+    hrefs = [link.get("href") for link in links if isinstance(link, dict)] if isinstance(links, list) else []
+    for candidate in (event.get("client_url"), *hrefs):
+        if isinstance(candidate, str) and candidate.startswith(("http://", "https://")):
+            return optional_text(candidate, limit=2048)
+    return ""

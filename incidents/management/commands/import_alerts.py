@@ -1,0 +1,38 @@
+import json
+from pathlib import Path
+
+from django.core.management.base import BaseCommand, CommandError
+
+from incidents import services
+from incidents.models import Integration
+
+
+class Command(BaseCommand):
+    help = "Replay webhook bodies (one JSON body a line) as if delivered to an integration."
+
+    def add_arguments(self, parser) -> None:
+        parser.add_argument("file", type=Path)
+        parser.add_argument("--integration", type=int, required=True, help="integration id (see `integration list`)")
+
+    def handle(self, *args, file: Path, integration: int, **options) -> None:
+        target = Integration.objects.filter(pk=integration).first()
+        if target is None:
+            raise CommandError(f"no integration {integration}")
+        if not file.exists():
+            raise CommandError(f"no such file: {file}")
+        totals = {"bodies": 0, "accepted": 0, "rejected": 0, "refused": 0}
+        with file.open("rb") as lines:
+            for number, line in enumerate(lines, start=1):
+                if not line.strip():
+                    continue
+                receipt = services.delivery_receive(
+                    integration=target, body=line.strip(), headers={"x-rootline-import": f"{file.name}:{number}"}
+                )
+                totals["bodies"] += 1
+                if receipt.status_code == 202:
+                    totals["accepted"] += receipt.body["accepted"]
+                    totals["rejected"] += len(receipt.body["rejected"])
+                else:
+                    totals["refused"] += 1
+                    self.stderr.write(f"{file.name}:{number}: {receipt.body.get('error')}")
+        self.stdout.write(json.dumps(totals))

@@ -1,0 +1,28 @@
+"""Celery tasks: take ids, call one service, safe to run twice. Retries live here, not in services."""
+from __future__ import annotations
+
+from celery import shared_task
+from django.db import DatabaseError
+
+from incidents import services
+
+
+@shared_task(
+    name="incidents.process_delivery",
+    autoretry_for=(DatabaseError,),
+    retry_backoff=True,
+    retry_backoff_max=120,
+    max_retries=10,
+    ignore_result=True,
+)
+def process_delivery(delivery_id: int) -> None:
+    services.delivery_process(delivery_id=delivery_id)
+
+
+@shared_task(name="incidents.requeue_stale_deliveries", ignore_result=True)
+def requeue_stale_deliveries() -> int:
+    """Deliveries stored while the broker was down, or whose worker died, are never lost."""
+    ids = services.stale_delivery_ids()
+    for delivery_id in ids:
+        process_delivery.delay(delivery_id)
+    return len(ids)

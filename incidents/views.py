@@ -1,0 +1,130 @@
+"""HTTP interfaces: the webhook, health, metrics and pages. They only call services and render."""
+from __future__ import annotations
+
+import time
+
+from django.conf import settings
+from django.contrib.auth.decorators import login_required
+from django.core.cache import cache
+from django.db import DatabaseError, connection
+from django.http import HttpRequest, HttpResponse, JsonResponse
+from django.shortcuts import render
+from django.views.decorators.cache import never_cache
+from django.views.decorators.csrf import csrf_exempt
+
+from incidents import selectors, services
+from incidents.ingest.events import routing_key_of
+from incidents.models import Delivery, Integration
+
+RETRY_AFTER_STORAGE_S = 5
+
+
+def json_error(status: int, message: str, **extra: object) -> JsonResponse:
+    return JsonResponse({"error": message, **extra}, status=status)
+
+
+def bearer_token(request: HttpRequest) -> str:
+    header = request.headers.get("Authorization", "")
+    scheme, _, token = header.partition(" ")
+    return token.strip() if scheme.lower() == "bearer" else ""
+
+
+@csrf_exempt
+@never_cache
+def webhook(request: HttpRequest, kind: str, integration_id: int) -> HttpResponse:
+    """Authenticate, bound the size, store the raw body durably, enqueue, answer.
+
+    Alertmanager retries only 5xx, so a 4xx here is final for the sender: only bodies that are
+    truly unusable get one, and they are kept as rejected deliveries for replay."""
+    if kind not in Integration.Kind.values:
+        return json_error(404, f"unknown webhook kind {kind!r}")
+    if request.method != "POST":
+        return json_error(405, "webhooks take POST")
+    headers = services.safe_headers(request.headers.items())
+    declared = declared_length(request)
+    try:
+        integration = services.integration_authenticate(integration_id=integration_id, kind=kind, token=bearer_token(request))
+        body: bytes | None = None
+        if integration is None and kind == Integration.Kind.EVENTS and declared <= settings.MAX_BODY:
+            body = request.read(settings.MAX_BODY + 1)
+            integration = services.integration_authenticate(
+                integration_id=integration_id, kind=kind, token=routing_key_of(body) or ""
+            )
+        if integration is None:
+            return json_error(401, "missing or wrong token: send 'Authorization: Bearer <token>' of this integration")
+        if declared > settings.MAX_BODY:
+            return too_large(integration, declared, headers)
+        if body is None:
+            body = request.read(settings.MAX_BODY + 1)
+        if len(body) > settings.MAX_BODY:
+            return too_large(integration, len(body), headers)
+        receipt = services.delivery_receive(
+            integration=integration, body=body, headers=headers, admit=rate_limiter(integration)
+        )
+    except DatabaseError:
+        response = json_error(503, "storage unavailable; nothing was stored, send again")
+        response["Retry-After"] = str(RETRY_AFTER_STORAGE_S)
+        return response
+    response = JsonResponse(receipt.body, status=receipt.status_code)
+    if receipt.retry_after:
+        response["Retry-After"] = str(receipt.retry_after)
+    return response
+
+
+def declared_length(request: HttpRequest) -> int:
+    try:
+        return max(0, int(request.META.get("CONTENT_LENGTH") or 0))
+    except ValueError:
+        return 0
+
+
+def too_large(integration: Integration, size: int, headers: dict[str, str]) -> JsonResponse:
+    limit = settings.MAX_BODY
+    message = f"body of {size} bytes is over the limit of {limit} bytes (ROOTLINE_MAX_BODY)"
+    delivery = services.delivery_record_refusal(
+        integration=integration, status=Delivery.Status.TOO_LARGE, size=size, headers=headers, error=message
+    )
+    return json_error(413, message, delivery=delivery.pk)
+
+
+def rate_limiter(integration: Integration):
+    """Admit n alerts under the integration's alerts-per-second limit; a one-second window
+    shared by all web processes through the cache. The first body of a window always passes,
+    so a body larger than the limit is not refused forever."""
+    if integration.rate_limit is None:
+        return None
+
+    def admit(count: int) -> bool:
+        key = f"rootline:rate:{integration.pk}:{int(time.time())}"
+        cache.add(key, 0, timeout=5)
+        used = cache.incr(key, count)
+        if used - count > 0 and used > integration.rate_limit:
+            cache.decr(key, count)
+            return False
+        return True
+
+    return admit
+
+
+@never_cache
+def healthz(request: HttpRequest) -> JsonResponse:
+    checks = {"database": "ok", "broker": "eager" if settings.CELERY_TASK_ALWAYS_EAGER else "ok"}
+    try:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT 1")
+    except DatabaseError as exc:
+        checks["database"] = f"error: {exc.__class__.__name__}"
+    if not settings.CELERY_TASK_ALWAYS_EAGER:
+        checks["broker"] = selectors.broker_status()
+    healthy = all(value in ("ok", "eager") for value in checks.values())
+    return JsonResponse({"status": "ok" if healthy else "unhealthy", **checks}, status=200 if healthy else 503)
+
+
+@never_cache
+def metrics(request: HttpRequest) -> HttpResponse:
+    return HttpResponse(selectors.metrics_text(), content_type="text/plain; version=0.0.4; charset=utf-8")
+
+
+@login_required
+def home(request: HttpRequest) -> HttpResponse:
+    return render(request, "incidents/home.html", selectors.home_page())

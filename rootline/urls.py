@@ -1,0 +1,16 @@
+"""Routes: webhooks, the REST API, pages, health and metrics."""
+from django.contrib import admin
+from django.urls import include, path
+
+from incidents import views
+from incidents.api import urls as api_urls
+
+urlpatterns = [
+    path("hooks/<str:kind>/<int:integration_id>/", views.webhook, name="webhook"),
+    path("api/v1/", include(api_urls)),
+    path("accounts/", include("django.contrib.auth.urls")),
+    path("admin/", admin.site.urls),
+    path("healthz", views.healthz, name="healthz"),
+    path("metrics", views.metrics, name="metrics"),
+    path("", views.home, name="home"),
+]

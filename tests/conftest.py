@@ -1,0 +1,172 @@
+"""Shared fixtures: integrations, webhook posting, and the real services some tests need.
+
+With REQUIRE_SERVICES=1 (CI), a test that lacks a service or binary fails instead of skipping,
+so nothing real is silently left out.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import socket
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+FIXTURES = ROOT / "tests" / "fixtures"
+BINARIES = {
+    "prometheus": ("PROMETHEUS_BIN", ["prometheus"]),
+    "promtool": ("PROMTOOL_BIN", ["promtool"]),
+    "alertmanager": ("ALERTMANAGER_BIN", ["prometheus-alertmanager", "alertmanager"]),
+    "chromium": ("CHROMIUM_BIN", ["chromium", "chromium-browser"]),
+}
+
+
+def services_required() -> bool:
+    return os.environ.get("REQUIRE_SERVICES", "") not in ("", "0")
+
+
+def missing(reason: str) -> None:
+    if services_required():
+        pytest.fail(f"REQUIRE_SERVICES=1 but {reason}")
+    pytest.skip(reason)
+
+
+def require_binary(name: str) -> str:
+    variable, candidates = BINARIES[name]
+    explicit = os.environ.get(variable)
+    if explicit:
+        if not os.access(explicit, os.X_OK):
+            missing(f"{variable}={explicit} is not executable")
+        return explicit
+    for candidate in candidates:
+        found = shutil.which(candidate)
+        if found:
+            return found
+    missing(f"{name} is not on PATH (or set {variable})")
+    raise AssertionError("unreachable")
+
+
+def require_postgres() -> None:
+    from django.db import connection
+
+    if connection.vendor != "postgresql":
+        missing("this test needs PostgreSQL: set DATABASE_URL")
+
+
+def require_broker() -> str:
+    from django.conf import settings
+
+    url = settings.CELERY_BROKER_URL
+    if not url:
+        missing("this test needs a Celery broker: set CELERY_BROKER_URL")
+    try:
+        import redis
+
+        redis.Redis.from_url(url, socket_connect_timeout=2).ping()
+    except Exception as exc:  # noqa: BLE001
+        missing(f"broker {url} unreachable: {exc}")
+    return url
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_until(predicate, *, timeout: float, interval: float = 0.1, what: str = "condition"):
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        value = predicate()
+        if value:
+            return value
+        time.sleep(interval)
+    raise AssertionError(f"timed out after {timeout}s waiting for {what}")
+
+
+@pytest.fixture
+def make_integration(db):
+    from incidents import services
+
+    counter = iter(range(1, 10_000))
+
+    def make(kind: str = "alertmanager", *, rate_limit: float | None = None, token: str | None = None):
+        number = next(counter)
+        integration, token = services.integration_add(
+            kind=kind, name=f"{kind}-{number}", token=token or f"token-{kind}-{number}", rate_limit=rate_limit
+        )
+        integration.plain_token = token
+        return integration
+
+    return make
+
+
+@pytest.fixture
+def post_hook(client):
+    """POST raw bytes to an integration's webhook, with its bearer token unless told otherwise."""
+
+    def post(integration, body: bytes | str, *, token: str | None = None, **headers):
+        if isinstance(body, str):
+            body = body.encode()
+        auth = token if token is not None else integration.plain_token
+        extra = {"HTTP_AUTHORIZATION": f"Bearer {auth}"} if auth else {}
+        extra.update(headers)
+        return client.generic("POST", integration.path, body, content_type="application/json", **extra)
+
+    return post
+
+
+@pytest.fixture
+def deliver(post_hook, django_capture_on_commit_callbacks):
+    """POST through the URL, then run the processing task function inline (no global eager
+    Celery: the enqueue is captured, and the task is called as the worker would call it)."""
+    from incidents.tasks import process_delivery
+
+    def deliver(integration, body, **kwargs):
+        with django_capture_on_commit_callbacks(execute=False):
+            response = post_hook(integration, body, **kwargs)
+        if response.status_code == 202:
+            process_delivery(response.json()["delivery"])
+        return response
+
+    return deliver
+
+
+@pytest.fixture
+def celery_worker_process(transactional_db, settings):
+    """A real Celery worker (a separate process) on the configured broker and the test database."""
+    broker = require_broker()
+    require_postgres()
+    from django.db import connection
+
+    database = connection.settings_dict
+    env = {
+        **os.environ,
+        "DATABASE_URL": f"postgres://{database['USER']}@{database['HOST'] or '127.0.0.1'}:{database['PORT'] or 5432}/{database['NAME']}",
+        "CELERY_BROKER_URL": broker,
+        "ROOTLINE_SECRET_KEY": "test-worker",
+        "ROOTLINE_DATA_DIR": str(ROOT / "var" / "test-worker"),
+    }
+    import redis
+
+    redis.Redis.from_url(broker).flushdb()
+    process = subprocess.Popen(
+        [sys.executable, "-m", "celery", "-A", "rootline", "worker", "--loglevel", "INFO", "--concurrency", "2",
+         "-Q", "rootline", "--without-heartbeat", "--without-mingle", "--without-gossip", "-n", f"test-{os.getpid()}@%h"],
+        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )
+    try:
+        from rootline.celery import app
+
+        wait_until(lambda: app.control.ping(timeout=0.5), timeout=30, what="the Celery worker to answer a ping")
+        yield process
+    finally:
+        process.terminate()
+        try:
+            process.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            process.kill()
