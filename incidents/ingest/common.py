@@ -18,6 +18,8 @@ MAX_ANNOTATION_VALUE = 64 * 1024
 MAX_FINGERPRINT = 255
 MAX_JSON_DEPTH = 64
 
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
 _RFC3339 = re.compile(
     r"^(\d{4})-(\d{2})-(\d{2})[Tt ](\d{2}):(\d{2}):(\d{2})(?:\.(\d{1,9}))?([Zz]|[+-]\d{2}:?\d{2})$"
 )
@@ -101,6 +103,8 @@ def decode_json(body: bytes) -> Any:
         raise PayloadError(f"body: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
     except RecursionError:
         raise PayloadError(f"body: JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
+    except ValueError:  # Python's int limit: a number literal of more than 4300 digits
+        raise PayloadError("body: not valid JSON (a number too long to read)") from None
 
 
 def _check_depth(text: str) -> None:
@@ -139,15 +143,19 @@ def expect_object(value: Any, path: str) -> dict:
 
 
 def clean_text(value: Any, path: str, *, limit: int, truncate: bool = False) -> str:
-    """A string a database and a page can hold: no NUL, no lone surrogate, bounded length."""
+    """A string a database and a page can hold: no NUL, no lone surrogate, bounded length.
+
+    PostgreSQL refuses NUL and lone surrogates in text and jsonb. Identity (labels, keys,
+    fingerprints) must be exact, so there they reject the alert; descriptive text
+    (`truncate=True`: annotations, links) is kept, with each such character replaced by U+FFFD."""
     if not isinstance(value, str):
         raise FieldError(path, f"expected a string, got {type_name(value)}")
+    if truncate:
+        value = _UNSTORABLE.sub("\ufffd", value)
     if "\x00" in value:
         raise FieldError(path, "contains a NUL character")
-    try:
-        value.encode("utf-8")
-    except UnicodeEncodeError:
-        raise FieldError(path, "contains an unpaired surrogate (not valid Unicode text)") from None
+    if _UNSTORABLE.search(value):
+        raise FieldError(path, "contains an unpaired surrogate (not valid Unicode text)")
     if len(value) > limit:
         if not truncate:
             raise FieldError(path, f"{len(value)} characters, over the limit of {limit}")
@@ -161,9 +169,16 @@ def string_map(value: Any, path: str, *, value_limit: int, truncate: bool = Fals
     mapping = expect_object(value, path)
     result: dict[str, str] = {}
     for key, item in mapping.items():
-        clean_key = clean_text(key, f"{path}.{key[:80]}", limit=MAX_LABEL_NAME)
-        result[clean_key] = clean_text(item, f"{path}.{clean_key}", limit=value_limit, truncate=truncate)
+        key_path = f"{path}.{path_key(key)}"
+        clean_key = clean_text(key, key_path, limit=MAX_LABEL_NAME, truncate=truncate)
+        result[clean_key] = clean_text(item, key_path, limit=value_limit, truncate=truncate)
     return result
+
+
+def path_key(key: str) -> str:
+    """A sender's key as it appears in a path: the error is stored and shown, so it must hold
+    no NUL or surrogate itself; unprintable characters are written as `\\uXXXX` escapes."""
+    return "".join(char if char.isprintable() else f"\\u{ord(char):04x}" for char in key[:80])
 
 
 def parse_time(value: Any, path: str) -> datetime | None:

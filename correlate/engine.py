@@ -1,0 +1,510 @@
+"""Grouping alerts into incidents, incrementally and in batch, with identical results.
+
+Alerts are processed in event-time order (onset, then occurrence key), each compared with the
+few earlier neighbours that share a scope key within the widest rule lag. An alert joins every
+open incident it links to (merging them) or opens a new one. Because the outcome is a function
+of that order only, an alert arriving late rolls its cluster back to where it belongs and
+replays what follows; the same set of alerts therefore gives the same incidents in any arrival
+order. Clusters are independent, so a late alert replays only its own cluster.
+"""
+from __future__ import annotations
+
+import bisect
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from typing import Iterable, Sequence
+
+from correlate.catalog import Catalog, load_catalog
+from correlate.classify import Classification, Classifier
+from correlate.events import RESOLVED, Alert
+from correlate.ranking import rank
+from correlate.results import Decision, Edge, Exclude, FalsePositive, Incident, Member, Merge, Split
+from correlate.timing import as_utc, lookback
+from correlate.topology import Scope, Topology, in_change_scope, relations, scope_of
+
+_TIGHT = frozenset({"same_pod", "same_gpu"})
+_RELATION_ORDER = ("same_pod", "same_gpu", "same_node", "same_deployment", "sibling", "same_model",
+                   "gateway", "same_namespace", "in_change_scope", "same_cluster")
+_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+
+
+@dataclass(eq=False)
+class _Entry:
+    alert: Alert
+    key: str
+    cls: Classification
+    scope: Scope
+    t: float
+    end_t: float | None
+    partition: str
+    excluded: bool = False
+    nodes: frozenset[str] = frozenset()
+    gpus: frozenset[str] = frozenset()
+    index_keys: tuple[tuple[str, str], ...] = ()
+    edges: list[tuple["_Entry", "_Entry", str, float, str]] = field(default_factory=list)
+    links: list["_Entry"] = field(default_factory=list)
+    undo: list[tuple] = field(default_factory=list)
+
+    @property
+    def sort_key(self) -> tuple[float, str]:
+        return (self.t, self.key)
+
+    @property
+    def mode(self) -> str:
+        return self.cls.failure_mode
+
+
+class _Partition:
+    """One cluster's alerts in event-time order, its neighbour index and its incident forest."""
+
+    def __init__(self, name: str, engine: "Correlator") -> None:
+        self.name = name
+        self.engine = engine
+        self.entries: list[_Entry] = []
+        self.sort_keys: list[tuple[float, str]] = []
+        self.index: dict[tuple[str, str], list[_Entry]] = {}
+        self.changes: list[_Entry] = []
+        self.topology = Topology()
+        self.parent: dict[str, str] = {}
+        self.size: dict[str, int] = {}
+        self.agg: dict[str, list] = {}
+
+    def find(self, key: str) -> str:
+        parent = self.parent
+        while parent[key] != key:
+            key = parent[key]
+        return key
+
+    def members(self, root: str) -> list[_Entry]:
+        return self.agg[root][4]
+
+    def ingest(self, fresh: list[_Entry], touched: list[_Entry]) -> list[_Entry]:
+        """Place new entries and re-run everything from the earliest point they can change."""
+        positions = [bisect.bisect_left(self.sort_keys, e.sort_key) for e in fresh + touched]
+        for entry in fresh:
+            for kind, value in self.topology.learn(entry.scope):
+                positions.append(self._first_position(entry.scope.pod, kind, value))
+        if not positions:
+            return []
+        start = min(positions)
+        self._rollback_from(start)
+        if fresh:
+            tail = self.entries[start:] + fresh
+            tail.sort(key=lambda e: e.sort_key)
+            del self.entries[start:]
+            self.entries.extend(tail)
+            self.sort_keys = [e.sort_key for e in self.entries] if start == 0 else self.sort_keys[:start] + [e.sort_key for e in tail]
+        replayed = self.entries[start:]
+        for entry in replayed:
+            self._process(entry)
+        return replayed
+
+    def _first_position(self, pod: str, kind: str, value: str) -> int:
+        best = len(self.entries)
+        for index_key in (("pod", pod), (kind, value)):
+            bucket = self.index.get(index_key)
+            if bucket:
+                best = min(best, bisect.bisect_left(self.sort_keys, bucket[0].sort_key))
+        return best
+
+    def _rollback_from(self, start: int) -> None:
+        for entry in reversed(self.entries[start:]):
+            self._undo(entry)
+
+    def _undo(self, entry: _Entry) -> None:
+        for op in reversed(entry.undo):
+            if op[0] == "new":
+                del self.parent[op[1]], self.size[op[1]], self.agg[op[1]]
+            else:
+                _, child, root, old_agg, old_len = op
+                self.parent[child] = child
+                self.size[root] -= self.size[child]
+                agg = self.agg[root]
+                agg[0], agg[1], agg[2], agg[3] = old_agg
+                del agg[4][old_len:]
+        for index_key in entry.index_keys:
+            bucket = self.index[index_key]
+            bucket.pop()
+            if not bucket:
+                del self.index[index_key]
+        if self.changes and self.changes[-1] is entry:
+            self.changes.pop()
+        entry.undo = []
+        entry.edges = []
+        entry.links = []
+        entry.index_keys = ()
+
+    def _process(self, x: _Entry) -> None:
+        if x.excluded:
+            return
+        engine = self.engine
+        x.nodes = self.topology.nodes(x.scope)
+        x.gpus = self.topology.gpus(x.scope)
+        keys = _index_keys(x)
+        linked: set[str] = set()
+        horizon = x.t - engine.window
+        seen: set[int] = set()
+        for index_key in keys if x.mode != "change" else ():
+            bucket = self.index.get(index_key)
+            if not bucket:
+                continue
+            for i in range(len(bucket) - 1, -1, -1):
+                y = bucket[i]
+                if y.t < horizon:
+                    break
+                if id(y) in seen:
+                    continue
+                seen.add(id(y))
+                if engine.link(y, x):
+                    linked.add(self.find(y.key))
+        if x.mode != "change":
+            change_horizon = x.t - engine.change_window
+            for i in range(len(self.changes) - 1, -1, -1):
+                change = self.changes[i]
+                if change.t < change_horizon:
+                    break
+                if engine.link_change(change, x):
+                    linked.add(self.find(change.key))
+        self.parent[x.key] = x.key
+        self.size[x.key] = 1
+        self.agg[x.key] = [x.t, x.t, 1 if x.end_t is None else 0, x.end_t if x.end_t is not None else float("-inf"), [x]]
+        x.undo.append(("new", x.key))
+        for root in sorted(r for r in linked if engine.is_open(self.agg[r], x.t)):
+            self._union(self.find(root), self.find(x.key), x.undo)
+        if x.mode == "change":
+            self.changes.append(x)
+        else:
+            for index_key in keys:
+                self.index.setdefault(index_key, []).append(x)
+            x.index_keys = keys
+
+    def _union(self, a: str, b: str, undo: list[tuple]) -> None:
+        if a == b:
+            return
+        if self.size[a] < self.size[b] or (self.size[a] == self.size[b] and a > b):
+            a, b = b, a
+        root, child = self.agg[a], self.agg[b]
+        undo.append(("union", b, a, tuple(root[:4]), len(root[4])))
+        self.parent[b] = a
+        self.size[a] += self.size[b]
+        root[0] = min(root[0], child[0])
+        root[1] = max(root[1], child[1])
+        root[2] += child[2]
+        root[3] = max(root[3], child[3])
+        root[4].extend(child[4])
+
+
+def _index_keys(x: _Entry) -> tuple[tuple[str, str], ...]:
+    scope = x.scope
+    keys: list[tuple[str, str]] = []
+    if scope.pod:
+        keys.append(("pod", scope.pod))
+    keys.extend(("node", n) for n in x.nodes)
+    keys.extend(("gpu", g) for g in x.gpus)
+    if scope.deployment:
+        keys.append(("dep", scope.deployment))
+    if scope.model:
+        keys.append(("model", scope.model))
+    keys.extend(("gw", k) for k in scope.gateway_keys)
+    return tuple(keys)
+
+
+def _epoch(moment: datetime) -> float:
+    return (as_utc(moment) - _EPOCH).total_seconds()
+
+
+class Correlator:
+    """Holds alerts and human decisions; answers with incidents, one alert at a time or in bulk.
+
+    `add(alert)` returns the incidents that alert changed (its own, and any rebuilt by a late
+    arrival); `incidents()` returns them all. Feeding the same alerts in any order, one by one
+    or at once, gives the same incidents.
+    """
+
+    def __init__(self, catalog: Catalog | None = None, decisions: Iterable[Decision] = ()) -> None:
+        self.catalog = catalog or load_catalog()
+        self.classifier = Classifier(self.catalog)
+        settings = self.catalog.settings
+        self.slack = settings.onset_slack.total_seconds()
+        self.same_mode_window = settings.same_mode_window.total_seconds()
+        self.tight_window = settings.tight_scope_window.total_seconds()
+        self.same_mode_scope = settings.same_mode_scope
+        self.quiet = settings.quiet_after_resolve.total_seconds()
+        self.max_idle = settings.max_idle.total_seconds()
+        self.max_span = settings.max_span.total_seconds()
+        change_rules = [r for r in self.catalog.rules if r.cause == "change"]
+        other_lags = [r.max_lag.total_seconds() for r in self.catalog.rules if r.cause != "change"]
+        self.window = max(other_lags + [self.same_mode_window, self.tight_window]) + self.slack
+        self.change_window = max((r.max_lag.total_seconds() for r in change_rules), default=0.0)
+        self._partitions: dict[str, _Partition] = {}
+        self._entries: dict[str, _Entry] = {}
+        self._decisions: list[Decision] = []
+        self._excluded: set[str] = set()
+        self._false_positive: set[str] = set()
+        self._rule_pairs = {pair: tuple((r.id, r.max_lag.total_seconds(), r.scope) for r in self.catalog.rules_for(*pair))
+                            for pair in {(a, b) for a in self.catalog.modes for b in self.catalog.modes}}
+        for decision in decisions:
+            self._record_decision(decision)
+
+    # ---- input -------------------------------------------------------------------------------
+
+    def add(self, alert: Alert) -> list[Incident]:
+        return self.add_many([alert])
+
+    def add_many(self, alerts: Iterable[Alert]) -> list[Incident]:
+        replayed = self._ingest(alerts)
+        return self._incidents_touching(replayed)
+
+    def decide(self, decision: Decision) -> list[Incident]:
+        """Apply a human decision; returns the incidents it changed. Decisions are never undone."""
+        touched = self._record_decision(decision)
+        replayed: list[_Entry] = []
+        for entry in touched:
+            replayed.extend(self._partitions[entry.partition].ingest([], [entry]))
+        keys = _decision_keys(decision)
+        affected = replayed + [self._entries[k] for k in keys if k in self._entries]
+        return self._incidents_touching(affected)
+
+    def _record_decision(self, decision: Decision) -> list[_Entry]:
+        self._decisions.append(decision)
+        if isinstance(decision, FalsePositive):
+            self._false_positive.add(decision.alert_key)
+        if isinstance(decision, Exclude):
+            self._excluded.add(decision.alert_key)
+            entry = self._entries.get(decision.alert_key)
+            if entry and not entry.excluded:
+                entry.excluded = True
+                return [entry]
+        return []
+
+    def _ingest(self, alerts: Iterable[Alert]) -> list[_Entry]:
+        fresh: dict[str, list[_Entry]] = {}
+        touched: dict[str, list[_Entry]] = {}
+        for alert in alerts:
+            key = alert.key
+            known = self._entries.get(key)
+            if known is not None:
+                end_t = _end_time(alert)
+                if end_t is not None and end_t != known.end_t:
+                    known.end_t = end_t
+                    known.alert = alert
+                    touched.setdefault(known.partition, []).append(known)
+                continue
+            entry = self._entry(alert)
+            self._entries[key] = entry
+            fresh.setdefault(entry.partition, []).append(entry)
+        replayed: list[_Entry] = []
+        for name in sorted(set(fresh) | set(touched)):
+            partition = self._partitions.get(name)
+            if partition is None:
+                partition = self._partitions[name] = _Partition(name, self)
+            replayed.extend(partition.ingest(fresh.get(name, []), touched.get(name, [])))
+        return replayed
+
+    def _entry(self, alert: Alert) -> _Entry:
+        cls = self.classifier.classify(alert)
+        scope = scope_of(alert.labels)
+        onset = as_utc(alert.starts_at) - lookback(alert)
+        return _Entry(
+            alert=alert,
+            key=alert.key,
+            cls=cls,
+            scope=scope,
+            t=_epoch(onset),
+            end_t=_end_time(alert),
+            partition=scope.cluster,
+            excluded=alert.key in self._excluded,
+        )
+
+    # ---- linking -----------------------------------------------------------------------------
+
+    def link(self, y: _Entry, x: _Entry) -> bool:
+        """Whether earlier `y` and `x` belong together; causal edges found are kept on `x`."""
+        dt = x.t - y.t
+        rel = relations(y.scope, x.scope, y.nodes, x.nodes, y.gpus, x.gpus)
+        for rule_id, max_lag, scope in self._rule_pairs.get((y.mode, x.mode), ()):
+            if dt <= max_lag and (scope & rel):
+                x.edges.append((y, x, rule_id, dt, _tightest(scope & rel)))
+                return True
+        if dt <= self.slack and x.mode != y.mode:
+            for rule_id, _, scope in self._rule_pairs.get((x.mode, y.mode), ()):
+                if scope & rel:
+                    x.edges.append((x, y, rule_id, -dt, _tightest(scope & rel)))
+                    return True
+        if x.mode == y.mode and dt <= self.same_mode_window and (rel & self.same_mode_scope):
+            if x.mode != "other" or x.alert.alertname == y.alert.alertname:
+                x.links.append(y)
+                return True
+        if dt <= self.tight_window and (rel & _TIGHT):
+            x.links.append(y)
+            return True
+        return False
+
+    def link_change(self, change: _Entry, x: _Entry) -> bool:
+        dt = x.t - change.t
+        if dt < 0:
+            return False
+        rel = relations(change.scope, x.scope, change.nodes, x.nodes, change.gpus, x.gpus)
+        if not in_change_scope(change.scope, x.scope, x.nodes, rel):
+            return False
+        for rule_id, max_lag, _ in self._rule_pairs.get(("change", x.mode), ()):
+            if dt <= max_lag:
+                x.edges.append((change, x, rule_id, dt, "in_change_scope"))
+                return True
+        return False
+
+    def is_open(self, agg: list, t: float) -> bool:
+        start, last, unresolved, last_end = agg[0], agg[1], agg[2], agg[3]
+        if t - start > self.max_span or t - last > self.max_idle:
+            return False
+        return not (unresolved == 0 and t > last_end + self.quiet)
+
+    # ---- output ------------------------------------------------------------------------------
+
+    @property
+    def excluded_keys(self) -> frozenset[str]:
+        return frozenset(self._excluded)
+
+    def incidents(self) -> list[Incident]:
+        every = [e for p in self._partitions.values() for e in p.entries if not e.excluded]
+        return self._incidents_touching(every)
+
+    def incident_of(self, alert_key: str) -> Incident | None:
+        entry = self._entries.get(alert_key)
+        if entry is None or entry.excluded:
+            return None
+        found = self._incidents_touching([entry])
+        return found[0] if found else None
+
+    def _incidents_touching(self, entries: Sequence[_Entry]) -> list[Incident]:
+        groups = self._final_groups(entries)
+        built = [self._build(members) for members in groups]
+        built.sort(key=lambda inc: (inc.started_at, inc.id))
+        return built
+
+    def _final_groups(self, entries: Sequence[_Entry]) -> list[list[_Entry]]:
+        """Automatic groups with human merges and splits laid over them (decision order kept)."""
+        pins: dict[str, int] = {}
+        merges: list[tuple[str, ...]] = []
+        for number, decision in enumerate(self._decisions):
+            if isinstance(decision, Split):
+                for key in decision.alert_keys:
+                    pins[key] = number
+            elif isinstance(decision, Merge):
+                merges.append(decision.alert_keys)
+
+        def group_of(entry: _Entry) -> tuple:
+            if entry.key in pins:
+                return ("split", pins[entry.key])
+            partition = self._partitions[entry.partition]
+            return ("auto", entry.partition, partition.find(entry.key))
+
+        union: dict[tuple, tuple] = {}
+
+        def find(g: tuple) -> tuple:
+            while union.get(g, g) != g:
+                g = union[g]
+            return g
+
+        for keys in merges:
+            live = [self._entries[k] for k in keys if k in self._entries and not self._entries[k].excluded]
+            gids = sorted({find(group_of(e)) for e in live})
+            for other in gids[1:]:
+                union[find(other)] = find(gids[0])
+        wanted: dict[tuple, None] = {}
+        for entry in entries:
+            if not entry.excluded and entry.key in self._entries:
+                wanted.setdefault(find(group_of(entry)), None)
+        if not wanted:
+            return []
+        components: dict[tuple, list[tuple]] = {final: [] for final in wanted}
+        for gid in set(union) | set(union.values()) | set(wanted):
+            final = find(gid)
+            if final in components:
+                components[final].append(gid)
+        groups: list[list[_Entry]] = []
+        for final, gids in components.items():
+            members: dict[str, _Entry] = {}
+            for gid in set(gids) | {final}:
+                for entry in self._group_members(gid, pins):
+                    members[entry.key] = entry
+            if members:
+                groups.append(sorted(members.values(), key=lambda e: e.sort_key))
+        return groups
+
+    def _group_members(self, gid: tuple, pins: dict[str, int]) -> list[_Entry]:
+        if gid[0] == "split":
+            return [self._entries[k] for k, n in pins.items()
+                    if n == gid[1] and k in self._entries and not self._entries[k].excluded]
+        partition = self._partitions[gid[1]]
+        if gid[2] not in partition.agg:
+            return []
+        return [e for e in partition.members(gid[2]) if e.key not in pins]
+
+    def _build(self, entries: list[_Entry]) -> Incident:
+        keys = {e.key for e in entries}
+        members = [self._member(e) for e in entries]
+        edges: dict[tuple[str, str], Edge] = {}
+        links: list[tuple[str, str]] = []
+        for entry in entries:
+            for cause, effect, rule_id, lag, relation in entry.edges:
+                if cause.key in keys and effect.key in keys and (cause.key, effect.key) not in edges:
+                    edges[(cause.key, effect.key)] = Edge(cause.key, effect.key, rule_id, lag, relation)
+            links.extend((entry.key, other.key) for other in entry.links if other.key in keys)
+        ranked = rank(members, list(edges.values()), links, self.catalog)
+        ends = [m.ends_at for m in members]
+        ended_at = max(ends) if ends and all(e is not None for e in ends) else None  # type: ignore[type-var]
+        return Incident(
+            id=entries[0].key,
+            members=tuple(members),
+            edges=ranked.edges,
+            chain=ranked.chain,
+            root_candidates=ranked.candidates,
+            started_at=min(as_utc(e.alert.starts_at) for e in entries),
+            ended_at=ended_at,
+        )
+
+    def _member(self, entry: _Entry) -> Member:
+        alert = entry.alert
+        return Member(
+            key=entry.key,
+            fingerprint=alert.fingerprint,
+            alertname=alert.alertname,
+            starts_at=as_utc(alert.starts_at),
+            onset=datetime.fromtimestamp(entry.t, tz=timezone.utc),
+            ends_at=datetime.fromtimestamp(entry.end_t, tz=timezone.utc) if entry.end_t is not None else None,
+            layer=entry.cls.layer,
+            failure_mode=entry.cls.failure_mode,
+            classified_by=entry.cls.source,
+            scope=entry.scope,
+            false_positive=entry.key in self._false_positive,
+        )
+
+
+def _tightest(relations_found: frozenset[str]) -> str:
+    for name in _RELATION_ORDER:
+        if name in relations_found:
+            return name
+    return next(iter(sorted(relations_found)), "same_cluster")
+
+
+def _end_time(alert: Alert) -> float | None:
+    if alert.status != RESOLVED or alert.ends_at is None:
+        return None
+    end = as_utc(alert.ends_at)
+    if end.year <= 1:
+        return None
+    return _epoch(end)
+
+
+def _decision_keys(decision: Decision) -> tuple[str, ...]:
+    if isinstance(decision, (Merge, Split)):
+        return decision.alert_keys
+    return (decision.alert_key,)
+
+
+def correlate(alerts: Iterable[Alert], decisions: Iterable[Decision] = (), catalog: Catalog | None = None) -> list[Incident]:
+    """Batch correlation: the same answer as feeding `alerts` one by one to a Correlator."""
+    correlator = Correlator(catalog, decisions)
+    correlator._ingest(alerts)
+    return correlator.incidents()

@@ -1,0 +1,161 @@
+"""Root candidates, the cause-to-effect chain and the explanation of one incident.
+
+The root is the causal source, not the earliest alert: a slow rule over a wide window fires
+last yet may be the cause, and an unrelated alert that happened to fire first explains nothing.
+So candidates are ranked by how much of the incident they explain through causal edges, then
+by how deep their failure mode sits, and only then by time.
+"""
+from __future__ import annotations
+
+import heapq
+from dataclasses import dataclass
+from datetime import datetime
+
+from correlate.catalog import Catalog
+from correlate.results import Edge, Member, RootCandidate
+
+COVERAGE_WEIGHT = 0.55
+DEPTH_WEIGHT = 0.35
+SOURCE_WEIGHT = 0.10
+NON_SOURCE_PENALTY = 0.4
+RELATION_WORDS = {
+    "same_pod": "same pod",
+    "same_gpu": "same GPU",
+    "same_node": "pod on that node",
+    "same_deployment": "same deployment",
+    "sibling": "sibling pod of the same model/deployment",
+    "same_model": "same model",
+    "gateway": "same model at the gateway",
+    "same_namespace": "same namespace",
+    "same_cluster": "same cluster",
+    "in_change_scope": "inside the change's scope",
+}
+
+
+@dataclass(frozen=True)
+class Ranked:
+    edges: tuple[Edge, ...]
+    chain: tuple[str, ...]
+    candidates: tuple[RootCandidate, ...]
+
+
+def rank(members: list[Member], edges: list[Edge], links: list[tuple[str, str]], catalog: Catalog) -> Ranked:
+    by_key = {m.key: m for m in members}
+    order = {m.key: i for i, m in enumerate(members)}
+    outgoing: dict[str, list[Edge]] = {}
+    incoming: dict[str, list[Edge]] = {}
+    for edge in edges:
+        outgoing.setdefault(edge.cause, []).append(edge)
+        incoming.setdefault(edge.effect, []).append(edge)
+    neighbours: dict[str, list[str]] = {}
+    for a, b in links:
+        neighbours.setdefault(a, []).append(b)
+        neighbours.setdefault(b, []).append(a)
+    total_others = max(len(members) - 1, 1)
+    scored: list[tuple[float, int, str, int]] = []
+    reach_of: dict[str, int] = {}
+    for member in members:
+        reach = _reach(member.key, outgoing, neighbours, by_key)
+        reach_of[member.key] = reach
+        coverage = reach / total_others if len(members) > 1 else 1.0
+        depth = catalog.mode_depth(member.failure_mode) / 100.0
+        is_source = not any(e.cause != member.key for e in incoming.get(member.key, ()))
+        score = COVERAGE_WEIGHT * coverage + DEPTH_WEIGHT * depth + (SOURCE_WEIGHT if is_source else 0.0)
+        if not is_source:
+            score *= NON_SOURCE_PENALTY
+        scored.append((score, -order[member.key], member.key, reach))
+    scored.sort(reverse=True)
+    top = scored[: max(1, catalog.settings.max_candidates)]
+    total_score = sum(s for s, *_ in top) or 1.0
+    candidates = tuple(
+        RootCandidate(
+            alert_key=key,
+            confidence=round(min(1.0, 0.5 * score + 0.5 * score / total_score), 3),
+            explanation=explain(by_key[key], outgoing.get(key, []), by_key, reach, len(members), catalog),
+        )
+        for score, _, key, reach in top
+    )
+    root = candidates[0].alert_key
+    tree = _best_incoming(members, incoming, catalog)
+    return Ranked(edges=tree, chain=_chain(members, edges, root, order), candidates=candidates)
+
+
+def _reach(start: str, outgoing: dict[str, list[Edge]], neighbours: dict[str, list[str]], by_key: dict[str, Member]) -> int:
+    """Alerts explained by `start`: along causal edges, and across same-trouble links of one mode."""
+    seen = {start}
+    stack = [start]
+    while stack:
+        key = stack.pop()
+        mode = by_key[key].failure_mode
+        nxt = [e.effect for e in outgoing.get(key, ())]
+        nxt += [n for n in neighbours.get(key, ()) if by_key[n].failure_mode == mode]
+        for other in nxt:
+            if other not in seen:
+                seen.add(other)
+                stack.append(other)
+    return len(seen) - 1
+
+
+def _best_incoming(members: list[Member], incoming: dict[str, list[Edge]], catalog: Catalog) -> tuple[Edge, ...]:
+    """One edge per effect: the deepest cause, then the tightest lag, so the tree reads cleanly."""
+    depth = {m.key: catalog.mode_depth(m.failure_mode) for m in members}
+    chosen: list[Edge] = []
+    for member in members:
+        options = incoming.get(member.key)
+        if options:
+            chosen.append(min(options, key=lambda e: (-depth[e.cause], abs(e.lag_seconds), e.cause)))
+    return tuple(chosen)
+
+
+def _chain(members: list[Member], edges: list[Edge], root: str, order: dict[str, int]) -> tuple[str, ...]:
+    """All alerts, causes before effects (Kahn's order), the root first, ties by onset."""
+    indegree = {m.key: 0 for m in members}
+    successors: dict[str, list[str]] = {}
+    for edge in edges:
+        successors.setdefault(edge.cause, []).append(edge.effect)
+        indegree[edge.effect] += 1
+    heap = [(0 if k == root else 1, order[k], k) for k, d in indegree.items() if d == 0 or k == root]
+    heapq.heapify(heap)
+    done: set[str] = set()
+    out: list[str] = []
+    while len(out) < len(members):
+        if not heap:
+            rest = min((k for k in indegree if k not in done), key=order.__getitem__)
+            heap.append((1, order[rest], rest))
+        _, _, key = heapq.heappop(heap)
+        if key in done:
+            continue
+        done.add(key)
+        out.append(key)
+        for nxt in successors.get(key, ()):
+            indegree[nxt] -= 1
+            if indegree[nxt] <= 0 and nxt not in done:
+                heapq.heappush(heap, (1, order[nxt], nxt))
+    return tuple(out)
+
+
+def _clock(moment: datetime) -> str:
+    return moment.strftime("%H:%M")
+
+
+def _lag_words(seconds: float) -> str:
+    if abs(seconds) >= 60:
+        return f"{round(seconds / 60)} min"
+    return f"{round(seconds)} s"
+
+
+def explain(root: Member, outgoing: list[Edge], by_key: dict[str, Member], reach: int, size: int, catalog: Catalog) -> str:
+    """One sentence naming the rule, in the words an on-call engineer would use."""
+    label = catalog.modes[root.failure_mode].label if root.failure_mode in catalog.modes else root.failure_mode
+    cause_words = f"{label} ({root.alertname or root.key}) on {root.scope.describe()} from {_clock(root.onset)}"
+    if size == 1:
+        return f"{root.alertname or root.key} on {root.scope.describe()} from {_clock(root.onset)} is this incident's only alert ({label})."
+    if not outgoing:
+        return (f"{cause_words} shares scope and time with the rest of the incident, "
+                f"but no causal rule links it to the other {size - 1} alert(s).")
+    edge = min(outgoing, key=lambda e: (by_key[e.effect].onset, e.effect))
+    effect = by_key[edge.effect]
+    relation = RELATION_WORDS.get(edge.relation, edge.relation.replace("_", " "))
+    return (f"{effect.alertname or effect.key} on {effect.scope.describe()} at {_clock(effect.starts_at)} followed "
+            f"{cause_words} (rule {edge.rule}, lag {_lag_words(edge.lag_seconds)}, {relation}); "
+            f"it explains {reach} of the other {size - 1} alert(s).")

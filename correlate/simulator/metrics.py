@@ -1,0 +1,666 @@
+"""Metric state of a story and its OpenMetrics rendering (for `promtool tsdb create-blocks-from
+openmetrics`): seconds timestamps, counters as `<family>_total`, histograms as buckets + count +
+sum per timestamp, each family contiguous, `# EOF` at the end.
+
+A signal is a baseline plus bumps; a bump is a trapezoid placed so that it crosses the rule's
+threshold exactly when the story says the condition began, which keeps alerts and series
+consistent by construction.
+"""
+from __future__ import annotations
+
+import math
+from collections import defaultdict
+from dataclasses import dataclass, field
+
+from .core import NS, om_ts, rng_for
+from .world import Deployment, Gpu, Node, Pod
+
+TTFT_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+TPOT_BUCKETS = (0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5)
+Z99 = 2.3263
+SIGMA = {"ttft": 0.6, "tpot": 0.25, "itl": 0.35}
+
+BASELINES = {
+    "kv": (0.35, 0.62), "frag": (0.05, 0.1), "waiting": (0.0, 2.0), "running": (16.0, 30.0),
+    "preempt": (0.001, 0.004), "ttft": (0.55, 1.1), "tpot": (0.032, 0.05), "itl": (0.035, 0.06),
+    "hot": (1.0, 1.0), "corrupt": (0.0, 0.0), "rep": (0.001, 0.004), "err": (0.001, 0.004),
+    "dc": (0.002, 0.008), "spec": (0.72, 0.8), "disk": (18.0, 30.0),
+}
+
+
+@dataclass
+class Bump:
+    t0: int
+    t1: int
+    t2: int
+    t3: int
+    base: float
+    peak: float
+
+    def value(self, t: int) -> float | None:
+        if t < self.t0 or t > self.t3:
+            return None
+        if t < self.t1:
+            return self.base + (self.peak - self.base) * (t - self.t0) / max(1, self.t1 - self.t0)
+        if t <= self.t2:
+            return self.peak
+        return self.peak + (self.base - self.peak) * (t - self.t2) / max(1, self.t3 - self.t2)
+
+
+def make_bump(base: float, threshold: float, peak: float, cross: int, until: int,
+              ramp_s: float = 360, decay_s: float = 240) -> Bump:
+    """A trapezoid leaving `base`, crossing `threshold` at `cross`, back across it at `until`."""
+    span = threshold - base
+    full = peak - base
+    if span == 0 or full == 0 or (span > 0) != (full > 0):
+        raise ValueError("bump must cross its threshold")
+    ramp_ns = ramp_s * NS
+    t0 = int(cross - ramp_ns)
+    t1 = int(cross + ramp_ns * (peak - threshold) / span)
+    t2 = int(until - decay_s * NS * (peak - threshold) / full)
+    if t2 < t1:
+        t2 = t1
+    t3 = int(t2 + decay_s * NS)
+    return Bump(t0, t1, t2, t3, base, peak)
+
+
+@dataclass
+class Telemetry:
+    seed: str
+    bumps: dict[tuple[str, str], list[Bump]] = field(default_factory=lambda: defaultdict(list))
+    directions: dict[str, str] = field(default_factory=dict)
+    base_cache: dict[tuple[str, str], float] = field(default_factory=dict)
+    gaps: dict[str, list[tuple[int, int, bool]]] = field(default_factory=lambda: defaultdict(list))
+    restarts: dict[str, list[tuple[int, str]]] = field(default_factory=lambda: defaultdict(list))
+    crashloops: dict[str, list[tuple[int, int]]] = field(default_factory=lambda: defaultdict(list))
+    xids: dict[str, list[tuple[int, int, int]]] = field(default_factory=lambda: defaultdict(list))
+    ecc: dict[str, list[int]] = field(default_factory=lambda: defaultdict(list))
+    gpu_gone: dict[str, list[tuple[int, int]]] = field(default_factory=lambda: defaultdict(list))
+    lifetimes: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
+    windows: dict[str, tuple[int, int]] = field(default_factory=dict)
+    replicas_short: dict[str, list[tuple[int, int, int]]] = field(default_factory=lambda: defaultdict(list))
+    disks: dict[str, str] = field(default_factory=dict)
+
+    # -- state -----------------------------------------------------------------------------
+    def base(self, signal: str, key: str) -> float:
+        cached = self.base_cache.get((signal, key))
+        if cached is None:
+            lo, hi = BASELINES[signal]
+            cached = rng_for(self.seed, "base", signal, key).uniform(lo, hi)
+            self.base_cache[(signal, key)] = cached
+        return cached
+
+    def set_base(self, signal: str, key: str, value: float) -> None:
+        self.base_cache[(signal, key)] = value
+
+    def bump(self, signal: str, key: str, threshold: float, peak: float, cross: int, until: int,
+             direction: str = "up", ramp_s: float = 360, decay_s: float = 240, base: float | None = None) -> None:
+        self.directions[signal] = direction
+        b = self.base(signal, key) if base is None else base
+        self.bumps[(signal, key)].append(make_bump(b, threshold, peak, cross, until, ramp_s, decay_s))
+
+    def raw(self, signal: str, key: str, t: int) -> float:
+        """The noiseless value of a signal: its baseline overlaid by its bumps."""
+        value = self.base(signal, key)
+        up = self.directions.get(signal, "up") == "up"
+        for b in self.bumps.get((signal, key), ()):
+            v = b.value(t)
+            if v is not None:
+                value = max(value, v) if up else min(value, v)
+        return value
+
+    def gap(self, pod: Pod, start: int, end: int, reset: bool = True) -> None:
+        self.gaps[pod.name].append((start, end, reset))
+
+    def in_gap(self, pod: Pod, t: int) -> bool:
+        return any(s <= t < e for s, e, _ in self.gaps.get(pod.name, ()))
+
+    def resets_between(self, pod: Pod, t_prev: int, t: int) -> bool:
+        return any(reset and t_prev < e <= t for _, e, reset in self.gaps.get(pod.name, ()))
+
+    def alive(self, pod: Pod, t: int) -> bool:
+        born, died = self.lifetimes.get(pod.name, (None, None))
+        return (born is None or t >= born) and (died is None or t < died)
+
+
+# -- rendering ---------------------------------------------------------------------------------
+
+def _labels(d: dict[str, str]) -> str:
+    parts = []
+    for k, v in d.items():
+        v = v.replace("\\", "\\\\").replace('"', '\\"').replace("\n", "\\n")
+        parts.append(f'{k}="{v}"')
+    return "{" + ",".join(parts) + "}"
+
+
+def _val(v: float) -> str:
+    if isinstance(v, int):
+        return str(v)
+    if v == int(v) and abs(v) < 1e15:
+        return str(int(v))
+    return f"{v:.6g}"
+
+
+def _lognorm_cdf(x: float, median: float, sigma: float) -> float:
+    if median <= 0:
+        return 1.0
+    return 0.5 * (1.0 + math.erf((math.log(x) - math.log(median)) / (sigma * math.sqrt(2.0))))
+
+
+def vllm_labels(pod: Pod) -> dict[str, str]:
+    dep = pod.deployment
+    return {"cluster": dep.cluster.name, "namespace": dep.namespace, "pod": pod.name, "instance": f"{pod.ip}:8000",
+            "job": dep.job, "model_name": dep.served_name, "engine": "0"}
+
+
+def frag_labels(pod: Pod) -> dict[str, str]:
+    dep = pod.deployment
+    return {"cluster": dep.cluster.name, "namespace": dep.namespace, "pod": pod.name, "instance": f"{pod.ip}:9500",
+            "job": "kv-frag-exporter", "model_name": dep.served_name}
+
+
+def http_labels(pod: Pod) -> dict[str, str]:
+    dep = pod.deployment
+    return {"cluster": dep.cluster.name, "namespace": dep.namespace, "service": dep.name, "pod": pod.name,
+            "instance": f"{pod.ip}:8000", "job": dep.job, "handler": "/v1/chat/completions", "method": "POST"}
+
+
+def ksm_labels(pod: Pod, ksm_ip: str) -> dict[str, str]:
+    dep = pod.deployment
+    return {"cluster": dep.cluster.name, "job": "kube-state-metrics", "instance": f"{ksm_ip}:8080",
+            "namespace": dep.namespace, "pod": pod.name, "container": dep.container, "uid": pod.uid}
+
+
+def dcgm_labels(gpu: Gpu, pod: Pod | None) -> dict[str, str]:
+    node = gpu.node
+    cl = node.cluster
+    d = {"cluster": cl.name, "job": cl.dcgm_job, "instance": f"{node.ip}:9400", "gpu": str(gpu.index),
+         "UUID": gpu.uuid, "device": f"nvidia{gpu.index}", "pci_bus_id": gpu.pci_bus_id, "modelName": node.gpu_model,
+         "Hostname": node.name}
+    if pod is not None:
+        dep = pod.deployment
+        if cl.honor_labels:
+            d.update({"namespace": dep.namespace, "pod": pod.name, "container": dep.container})
+        else:
+            d.update({"namespace": cl.dcgm_namespace, "pod": cl.dcgm_pods[node.name],
+                      "exported_namespace": dep.namespace, "exported_pod": pod.name,
+                      "exported_container": dep.container})
+    return d
+
+
+def node_labels(node: Node) -> dict[str, str]:
+    return {"cluster": node.cluster.name, "job": "node-exporter", "instance": f"{node.ip}:9100"}
+
+
+class Renderer:
+    """Writes the families of the deployments and nodes a story touched, over their windows."""
+
+    def __init__(self, tel: Telemetry, step_s: int, ksm_ips: dict[str, str]) -> None:
+        self.tel = tel
+        self.step = step_s * NS
+        self.ksm_ips = ksm_ips
+        self.out: list[str] = []
+
+    def grid(self, key: str) -> list[int]:
+        w0, w1 = self.tel.windows[key]
+        first = -(-w0 // self.step) * self.step
+        return list(range(first, w1 + 1, self.step))
+
+    def family(self, name: str, kind: str, help_: str) -> None:
+        self.out.append(f"# TYPE {name} {kind}")
+        self.out.append(f"# HELP {name} {help_}")
+
+    def pods(self, dep: Deployment) -> list[Pod]:
+        return list(dep.old_pods) + list(dep.pods)
+
+    def render(self, deployments: list[Deployment], gpus_extra: list[tuple[Gpu, Pod | None, str]],
+               nodes: list[tuple[Node, str]]) -> str:
+        tel = self.tel
+        w = self.out.append
+        deps = [d for d in deployments if d.name in tel.windows]
+
+        def gauge_family(name: str, help_: str, signal: str, labeller, fam: str | None = None,
+                         as_int: bool = False, noise: float = 0.02, engine: bool = True) -> None:
+            chosen = [d for d in deps if fam is None or fam in d.families]
+            if not chosen:
+                return
+            self.family(name, "gauge", help_)
+            for dep in chosen:
+                grid = self.grid(dep.name)
+                for pod in self.pods(dep):
+                    r = rng_for(tel.seed, name, pod.name)
+                    ls = _labels(labeller(pod))
+                    for t in grid:
+                        if not tel.alive(pod, t) or (engine and tel.in_gap(pod, t)):
+                            continue
+                        v = self.pod_signal(signal, pod, t, r, noise)
+                        v = max(0.0, v)
+                        w(f"{name}{ls} {int(round(v)) if as_int else _val(round(v, 4))} {om_ts(t)}")
+
+        if any(d.kv_series for d in deps):
+            self.family("vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.")
+            for dep in deps:
+                if not dep.kv_series:
+                    continue
+                self._gauge_rows("vllm:kv_cache_usage_perc", dep, "kv", vllm_labels, noise=0.03, cap=1.0)
+        if any(d.frag_series for d in deps):
+            self.family("llm_kv_cache_fragmentation_ratio", "gauge",
+                        "Fraction of allocated KV-cache blocks that are unusable fragments.")
+            for dep in deps:
+                if dep.frag_series:
+                    self._gauge_rows("llm_kv_cache_fragmentation_ratio", dep, "frag", frag_labels, noise=0.04,
+                                     cap=1.0)
+        gauge_family("vllm:num_requests_waiting", "Number of requests waiting to be processed.", "waiting",
+                     vllm_labels, as_int=True, noise=0.15)
+        gauge_family("vllm:num_requests_running", "Number of requests currently running on GPU.", "running",
+                     vllm_labels, as_int=True, noise=0.08)
+        self._counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.", "preempt",
+                      vllm_labels, None)
+        self._counter("vllm:corrupted_requests", "Corrupted requests, in terms of total number of requests "
+                      "with NaNs in logits.", "corrupt", vllm_labels, "corrupt")
+        self._success()
+        self._spec()
+        self._http()
+        self._hist("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", "ttft",
+                   TTFT_BUCKETS, "ttft")
+        self._hist("vllm:request_time_per_output_token_seconds",
+                   "Histogram of time_per_output_token_seconds per request.", "tpot", TPOT_BUCKETS, "tpot")
+        self._hist("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", "itl",
+                   TPOT_BUCKETS, "itl")
+        self._up()
+        self._istio()
+        self._dcgm(deps, gpus_extra)
+        self._ksm(deps)
+        self._nodes(nodes)
+        w("# EOF")
+        return "\n".join(self.out) + "\n"
+
+    # -- signal helpers --------------------------------------------------------------------
+    def pod_signal(self, signal: str, pod: Pod, t: int, r, noise: float) -> float:
+        base = self.tel.raw(signal, pod.name, t)
+        return base * (1.0 + r.uniform(-noise, noise)) if noise else base
+
+    def _gauge_rows(self, name: str, dep: Deployment, signal: str, labeller, noise: float, cap: float) -> None:
+        tel = self.tel
+        for pod in self.pods(dep):
+            r = rng_for(tel.seed, name, pod.name)
+            ls = _labels(labeller(pod))
+            for t in self.grid(dep.name):
+                if not tel.alive(pod, t) or tel.in_gap(pod, t):
+                    continue
+                raw = tel.raw(signal, pod.name, t)
+                base = tel.base(signal, pod.name)
+                # noise only on the baseline part, so threshold crossings stay where the story put them
+                v = raw + (base * r.uniform(-noise, noise) if abs(raw - base) < 1e-9 else 0.0)
+                self.out.append(f"{name}{ls} {_val(round(min(cap, max(0.0, v)), 4))} {om_ts(t)}")
+
+    def req_rate(self, pod: Pod, t: int) -> float:
+        """Requests/s a pod serves: its share of the deployment's traffic (siblings absorb downtime)."""
+        dep = pod.deployment
+        tel = self.tel
+        live = [p for p in self.pods(dep) if tel.alive(p, t) and not tel.in_gap(p, t)]
+        if pod not in live:
+            return 0.0
+        total = tel.base("rate", dep.name) * len(dep.pods)
+        shares = {p.name: tel.raw("hot", p.name, t) for p in live}
+        return total * shares[pod.name] / sum(shares.values())
+
+    def _counter(self, fam: str, help_: str, signal: str, labeller, need: str | None) -> None:
+        tel = self.tel
+        deps = [d for d in self._deps() if need is None or need in d.families]
+        if not deps:
+            return
+        self.family(fam, "counter", help_)
+        for dep in deps:
+            for pod in self.pods(dep):
+                r = rng_for(tel.seed, fam, pod.name)
+                ls = _labels(labeller(pod))
+                acc = r.uniform(0, 40) if signal == "preempt" else 0.0
+                prev = None
+                for t in self.grid(dep.name):
+                    if not tel.alive(pod, t) or tel.in_gap(pod, t):
+                        continue
+                    if prev is not None and tel.resets_between(pod, prev, t):
+                        acc = 0.0
+                    if prev is not None:
+                        acc += tel.raw(signal, pod.name, t) * (t - prev) / NS * r.uniform(0.7, 1.3)
+                    prev = t
+                    self.out.append(f"{fam}_total{ls} {int(acc)} {om_ts(t)}")
+
+    def _deps(self) -> list[Deployment]:
+        return self._all_deps
+
+    def _success(self) -> None:
+        tel = self.tel
+        deps = [d for d in self._deps() if "success" in d.families]
+        if not deps:
+            return
+        fam = "vllm:request_success"
+        self.family(fam, "counter", "Count of successfully processed requests.")
+        for dep in deps:
+            for pod in self.pods(dep):
+                r = rng_for(tel.seed, fam, pod.name)
+                base = vllm_labels(pod)
+                acc = {"stop": 0.0, "length": 0.0, "abort": 0.0, "repetition": 0.0}
+                rows: dict[str, list[str]] = {k: [] for k in acc}
+                prev = None
+                for t in self.grid(dep.name):
+                    if not tel.alive(pod, t) or tel.in_gap(pod, t):
+                        continue
+                    if prev is not None and tel.resets_between(pod, prev, t):
+                        acc = dict.fromkeys(acc, 0.0)
+                    if prev is not None:
+                        dt = (t - prev) / NS
+                        rate = self.req_rate(pod, t) * r.uniform(0.9, 1.1)
+                        ghost = tel.raw("ghost_stall", pod.name, t) if ("ghost_stall", pod.name) in tel.bumps else 0
+                        rate *= max(0.05, 1.0 - ghost)
+                        rep = tel.raw("rep", pod.name, t)
+                        abort = 0.01
+                        acc["repetition"] += rate * dt * rep
+                        acc["abort"] += rate * dt * abort
+                        acc["length"] += rate * dt * 0.12
+                        acc["stop"] += rate * dt * max(0.0, 1 - rep - abort - 0.12)
+                    prev = t
+                    for k in acc:
+                        rows[k].append(f"{int(acc[k])} {om_ts(t)}")
+                for k in acc:
+                    ls = _labels(dict(base, finished_reason=k))
+                    self.out.extend(f"{fam}_total{ls} {row}" for row in rows[k])
+
+    def _spec(self) -> None:
+        tel = self.tel
+        deps = [d for d in self._deps() if "spec" in d.families]
+        if not deps:
+            return
+        for fam, help_, accepted in (
+            ("vllm:spec_decode_num_draft_tokens", "Number of draft tokens.", False),
+            ("vllm:spec_decode_num_accepted_tokens", "Number of accepted tokens.", True),
+        ):
+            self.family(fam, "counter", help_)
+            for dep in deps:
+                for pod in self.pods(dep):
+                    r = rng_for(tel.seed, fam, pod.name)
+                    ls = _labels(vllm_labels(pod))
+                    acc = 0.0
+                    prev = None
+                    for t in self.grid(dep.name):
+                        if not tel.alive(pod, t) or tel.in_gap(pod, t):
+                            continue
+                        if prev is not None and tel.resets_between(pod, prev, t):
+                            acc = 0.0
+                        if prev is not None:
+                            drafts = self.req_rate(pod, t) * 180 * (t - prev) / NS
+                            acc += drafts * (tel.raw("spec", pod.name, t) * r.uniform(0.98, 1.02) if accepted else 1)
+                        prev = t
+                        self.out.append(f"{fam}_total{ls} {int(acc)} {om_ts(t)}")
+
+    def _http(self) -> None:
+        tel = self.tel
+        deps = [d for d in self._deps() if "http" in d.families]
+        if not deps:
+            return
+        fam = "http_requests"
+        self.family(fam, "counter", "Total number of requests by method, status and handler.")
+        for dep in deps:
+            for pod in self.pods(dep):
+                r = rng_for(tel.seed, fam, pod.name)
+                base = http_labels(pod)
+                acc = {"2xx": 0.0, "4xx": 0.0, "5xx": 0.0}
+                rows: dict[str, list[str]] = {k: [] for k in acc}
+                prev = None
+                for t in self.grid(dep.name):
+                    if not tel.alive(pod, t) or tel.in_gap(pod, t):
+                        continue
+                    if prev is not None and tel.resets_between(pod, prev, t):
+                        acc = dict.fromkeys(acc, 0.0)
+                    if prev is not None:
+                        n = self.req_rate(pod, t) * (t - prev) / NS * r.uniform(0.95, 1.05)
+                        err = tel.raw("err", pod.name, t)
+                        acc["5xx"] += n * err
+                        acc["4xx"] += n * 0.01
+                        acc["2xx"] += n * (1 - err - 0.01)
+                    prev = t
+                    for k in acc:
+                        rows[k].append(f"{int(acc[k])} {om_ts(t)}")
+                for k in acc:
+                    ls = _labels(dict(base, status=k))
+                    self.out.extend(f"{fam}_total{ls} {row}" for row in rows[k])
+
+    def _hist(self, fam: str, help_: str, signal: str, buckets: tuple[float, ...], need: str) -> None:
+        tel = self.tel
+        deps = [d for d in self._deps() if need in d.families]
+        if not deps:
+            return
+        self.family(fam, "histogram", help_)
+        sigma = SIGMA[signal]
+        for dep in deps:
+            for pod in self.pods(dep):
+                r = rng_for(tel.seed, fam, pod.name)
+                base = vllm_labels(pod)
+                bls = [_labels(dict(base, le=str(b))) for b in buckets] + [_labels(dict(base, le="+Inf"))]
+                cls = _labels(base)
+                cum = [0.0] * (len(buckets) + 1)
+                total = 0.0
+                prev = None
+                for t in self.grid(dep.name):
+                    if not tel.alive(pod, t) or tel.in_gap(pod, t):
+                        continue
+                    if prev is not None and tel.resets_between(pod, prev, t):
+                        cum = [0.0] * (len(buckets) + 1)
+                        total = 0.0
+                    if prev is not None:
+                        n = self.req_rate(pod, t) * (t - prev) / NS * r.uniform(0.9, 1.1)
+                        p99 = tel.raw(signal, pod.name, t) * r.uniform(0.97, 1.03)
+                        median = p99 / math.exp(Z99 * sigma)
+                        for i, b in enumerate(buckets):
+                            cum[i] += n * _lognorm_cdf(b, median, sigma)
+                        cum[-1] += n
+                        total += n * median * math.exp(sigma * sigma / 2)
+                    prev = t
+                    ts = om_ts(t)
+                    for i, ls in enumerate(bls):
+                        self.out.append(f"{fam}_bucket{ls} {int(cum[i])} {ts}")
+                    self.out.append(f"{fam}_count{cls} {int(cum[-1])} {ts}")
+                    self.out.append(f"{fam}_sum{cls} {_val(round(total, 3))} {ts}")
+
+    def _up(self) -> None:
+        tel = self.tel
+        deps = [d for d in self._deps() if "up" in d.families]
+        if not deps:
+            return
+        self.family("up", "gauge", "Whether the scrape target was reachable.")
+        for dep in deps:
+            for pod in self.pods(dep):
+                ls = _labels({"cluster": dep.cluster.name, "job": dep.job, "namespace": dep.namespace,
+                              "service": dep.name, "pod": pod.name, "instance": f"{pod.ip}:8000"})
+                for t in self.grid(dep.name):
+                    if not tel.alive(pod, t):
+                        continue
+                    self.out.append(f"up{ls} {0 if tel.in_gap(pod, t) else 1} {om_ts(t)}")
+
+    def _istio(self) -> None:
+        tel = self.tel
+        deps = [d for d in self._deps() if "istio" in d.families]
+        if not deps:
+            return
+        fam = "istio_requests"
+        self.family(fam, "counter", "requests_total")
+        for dep in deps:
+            r = rng_for(tel.seed, fam, dep.name)
+            base = {"cluster": dep.cluster.name, "namespace": dep.namespace, "reporter": "destination",
+                    "destination_workload": dep.name, "destination_workload_namespace": dep.namespace,
+                    "destination_service_name": dep.name, "response_code": "200"}
+            acc = {"-": 0.0, "DC": 0.0}
+            rows: dict[str, list[str]] = {k: [] for k in acc}
+            prev = None
+            for t in self.grid(dep.name):
+                if prev is not None:
+                    n = sum(self.req_rate(p, t) for p in dep.pods) * (t - prev) / NS * r.uniform(0.95, 1.05)
+                    dc = tel.raw("dc", dep.name, t)
+                    acc["DC"] += n * dc
+                    acc["-"] += n * (1 - dc)
+                prev = t
+                for k in acc:
+                    rows[k].append(f"{int(acc[k])} {om_ts(t)}")
+            for k in acc:
+                labels = dict(base, response_flags=k)
+                if k == "DC":
+                    labels["response_code"] = "0"
+                self.out.extend(f"{fam}_total{_labels(labels)} {row}" for row in rows[k])
+
+    def _dcgm(self, deps: list[Deployment], extra: list[tuple[Gpu, Pod | None, str]]) -> None:
+        tel = self.tel
+        targets: list[tuple[Gpu, Pod | None, str, str]] = []
+        seen = set()
+        for dep in deps:
+            for pod in self.pods(dep):
+                if pod.gpu.uuid + pod.name not in seen:
+                    seen.add(pod.gpu.uuid + pod.name)
+                    targets.append((pod.gpu, pod, dep.name, "fb"))
+        for gpu, pod, window in extra:
+            targets.append((gpu, pod, window, "extra"))
+        if not targets:
+            return
+        rows_used, rows_free = [], []
+        for gpu, pod, window, _ in targets:
+            node = gpu.node
+            usable = node.fb_mib - 512
+            r = rng_for(tel.seed, "fb", gpu.uuid, pod.name if pod else "")
+            ls = dcgm_labels(gpu, pod)
+            key = pod.name if pod else gpu.uuid
+            for t in self.grid(window):
+                if pod is not None and not tel.alive(pod, t):
+                    continue
+                if any(s <= t < e for s, e in tel.gpu_gone.get(gpu.uuid, ())):
+                    continue
+                ratio = tel.raw("fb", key, t)
+                if pod is not None and tel.in_gap(pod, t):
+                    ratio = 0.006
+                noise = r.uniform(-0.002, 0.002) if abs(ratio - tel.base("fb", key)) < 1e-9 else 0.0
+                used = int(round(max(0.0, min(1.0, ratio + noise)) * usable))
+                rows_used.append(f"DCGM_FI_DEV_FB_USED{_labels(ls)} {used} {om_ts(t)}")
+                rows_free.append(f"DCGM_FI_DEV_FB_FREE{_labels(ls)} {usable - used} {om_ts(t)}")
+        self.family("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).")
+        self.out.extend(rows_used)
+        self.family("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).")
+        self.out.extend(rows_free)
+        xid_targets = [(g, p, wnd) for g, p, wnd, _ in targets if g.uuid in tel.xids]
+        if xid_targets:
+            self.family("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.")
+            for gpu, pod, window in xid_targets:
+                ls = dcgm_labels(gpu, pod)
+                for t in self.grid(window):
+                    if pod is not None and not tel.alive(pod, t):
+                        continue
+                    if any(s <= t < e for s, e in tel.gpu_gone.get(gpu.uuid, ())):
+                        continue
+                    code = 0
+                    for s, e, c in tel.xids[gpu.uuid]:
+                        if s <= t < e:
+                            code = c
+                    extra_ls = dict(ls)
+                    if code:
+                        extra_ls.update({"err_code": str(code), "err_msg": XID_TEXT.get(code, "Unknown Error")})
+                    self.out.append(f"DCGM_FI_DEV_XID_ERRORS{_labels(extra_ls)} {code} {om_ts(t)}")
+        ecc_targets = [(g, p, wnd) for g, p, wnd, _ in targets if g.uuid in tel.ecc]
+        if ecc_targets:
+            self.family("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Total number of double-bit volatile ECC errors.")
+            for gpu, pod, window in ecc_targets:
+                ls = _labels(dcgm_labels(gpu, pod))
+                for t in self.grid(window):
+                    if pod is not None and not tel.alive(pod, t):
+                        continue
+                    n = sum(1 for s in tel.ecc[gpu.uuid] if s <= t)
+                    self.out.append(f"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL_total{ls} {n} {om_ts(t)}")
+
+    def _ksm(self, deps: list[Deployment]) -> None:
+        tel = self.tel
+        if not deps:
+            return
+        self.family("kube_pod_container_status_restarts", "counter",
+                    "The number of container restarts per container.")
+        for dep in deps:
+            ip = self.ksm_ips[dep.cluster.name]
+            for pod in self.pods(dep):
+                ls = _labels(ksm_labels(pod, ip))
+                events = sorted(tel.restarts.get(pod.name, ()))
+                for t in self.grid(dep.name):
+                    if not tel.alive(pod, t):
+                        continue
+                    n = sum(1 for s, _ in events if s <= t)
+                    self.out.append(f"kube_pod_container_status_restarts_total{ls} {n} {om_ts(t)}")
+        rows = []
+        for dep in deps:
+            ip = self.ksm_ips[dep.cluster.name]
+            for pod in self.pods(dep):
+                events = sorted(tel.restarts.get(pod.name, ()))
+                if not events:
+                    continue
+                for t in self.grid(dep.name):
+                    if not tel.alive(pod, t):
+                        continue
+                    last = [reason for s, reason in events if s <= t]
+                    if last:
+                        ls = _labels(dict(ksm_labels(pod, ip), reason=last[-1]))
+                        rows.append(f"kube_pod_container_status_last_terminated_reason{ls} 1 {om_ts(t)}")
+        if rows:
+            self.family("kube_pod_container_status_last_terminated_reason", "gauge",
+                        "Describes the last reason the container was in terminated state.")
+            self.out.extend(rows)
+        rows = []
+        for dep in deps:
+            ip = self.ksm_ips[dep.cluster.name]
+            for pod in self.pods(dep):
+                for s, e in tel.crashloops.get(pod.name, ()):
+                    ls = _labels(dict(ksm_labels(pod, ip), reason="CrashLoopBackOff"))
+                    rows.extend(f"kube_pod_container_status_waiting_reason{ls} 1 {om_ts(t)}"
+                                for t in self.grid(dep.name) if s <= t < e and tel.alive(pod, t))
+        if rows:
+            self.family("kube_pod_container_status_waiting_reason", "gauge",
+                        "Describes the reason the container is currently in waiting state.")
+            self.out.extend(rows)
+        rdeps = [d for d in deps if "replicas" in d.families]
+        if rdeps:
+            self.family("kube_deployment_status_replicas_available", "gauge",
+                        "The number of available replicas per deployment.")
+            for dep in rdeps:
+                ls = _labels({"cluster": dep.cluster.name, "job": "kube-state-metrics",
+                              "instance": f"{self.ksm_ips[dep.cluster.name]}:8080", "namespace": dep.namespace,
+                              "deployment": dep.name})
+                for t in self.grid(dep.name):
+                    short = sum(n for s, e, n in tel.replicas_short.get(dep.name, ()) if s <= t < e)
+                    self.out.append(f"kube_deployment_status_replicas_available{ls} {len(dep.pods) - short} "
+                                    f"{om_ts(t)}")
+
+    def _nodes(self, nodes: list[tuple[Node, str]]) -> None:
+        tel = self.tel
+        if not nodes:
+            return
+        self.family("node_filesystem_avail_bytes", "gauge", "Filesystem space available to non-root users in bytes.")
+        size = 500 * 1024 ** 3
+        for node, mount in nodes:
+            r = rng_for(tel.seed, "disk", node.name)
+            ls = _labels(dict(node_labels(node), device="/dev/nvme1n1", fstype="ext4", mountpoint=mount))
+            for t in self.grid(node.name):
+                pct = tel.raw("disk", node.name, t) + r.uniform(-0.2, 0.2)
+                self.out.append(f"node_filesystem_avail_bytes{ls} {int(size * pct / 100)} {om_ts(t)}")
+        self.family("node_filesystem_size_bytes", "gauge", "Filesystem size in bytes.")
+        for node, mount in nodes:
+            ls = _labels(dict(node_labels(node), device="/dev/nvme1n1", fstype="ext4", mountpoint=mount))
+            for t in self.grid(node.name):
+                self.out.append(f"node_filesystem_size_bytes{ls} {size} {om_ts(t)}")
+
+
+XID_TEXT = {
+    13: "Graphics Engine Exception", 31: "GPU memory page fault", 43: "GPU stopped processing",
+    48: "Double Bit ECC Error", 63: "ECC page retirement or row remapping recording event",
+    74: "NVLINK Error", 79: "GPU has fallen off the bus", 94: "Contained ECC error", 95: "Uncontained ECC error",
+    119: "GSP RPC Timeout",
+}
+
+
+def render(tel: Telemetry, deployments: list[Deployment], gpus_extra, nodes, step_s: int,
+           ksm_ips: dict[str, str]) -> str:
+    r = Renderer(tel, step_s, ksm_ips)
+    r._all_deps = [d for d in deployments if d.name in tel.windows]
+    return r.render(deployments, gpus_extra, nodes)

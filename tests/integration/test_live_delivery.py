@@ -1,0 +1,66 @@
+"""Real components end to end: Debian's Alertmanager delivering to a live Rootline, and a real
+Celery worker on the broker processing what the webhook stored."""
+from __future__ import annotations
+
+import json
+from datetime import datetime, timedelta, timezone
+
+import pytest
+import requests
+
+from incidents.models import Alert, Delivery
+from tests.conftest import require_binary, wait_until
+from tests.support.alertmanager import Alertmanager, make_alert
+
+pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
+
+
+@pytest.fixture
+def processing(request, settings):
+    """With a broker configured (CI), a real worker processes deliveries; without one, the
+    live server processes them eagerly, as `make run` does."""
+    if settings.CELERY_BROKER_URL:
+        return request.getfixturevalue("celery_worker_process")
+    return None
+
+
+def test_alertmanager_deliveries_to_a_live_server_are_stored_and_processed(live_server, make_integration, processing):
+    binary = require_binary("alertmanager")
+    integration = make_integration("alertmanager")
+    now = datetime.now(timezone.utc).replace(microsecond=0)
+    fleet = {"cluster": "it", "namespace": "llm", "model_name": "llama-3-70b"}
+    firing = [
+        make_alert("KVCacheFragmentationHigh", {**fleet, "pod": "vllm-llama-5d8f-x1"}, {"summary": "frag 31%"}, starts_at=now - timedelta(minutes=3)),
+        make_alert("LLMContainerOOMKilled", {**fleet, "pod": "vllm-llama-5d8f-x1"}, {"summary": "OOM"}, starts_at=now - timedelta(minutes=1)),
+    ]
+    with Alertmanager(live_server.url + integration.path, integration.plain_token, binary=binary) as alertmanager:
+        alertmanager.post_alerts(firing)
+        wait_until(lambda: Alert.objects.filter(integration=integration, status="firing").count() == 2, timeout=30, what="two firing alerts")
+        resolved = dict(firing[0], endsAt=(now - timedelta(seconds=5)).isoformat().replace("+00:00", "Z"))
+        alertmanager.post_alerts([resolved])
+        wait_until(lambda: Alert.objects.filter(integration=integration, status="resolved").count() == 1, timeout=30, what="the resolved notification")
+        assert alertmanager.metric("alertmanager_notifications_failed_total", integration="webhook") == 0
+    fragmentation = Alert.objects.get(alertname="KVCacheFragmentationHigh")
+    assert fragmentation.starts_at == now - timedelta(minutes=3)
+    assert fragmentation.ends_at == now - timedelta(seconds=5)
+    assert Alert.objects.filter(integration=integration).count() == 2
+    deliveries = Delivery.objects.filter(integration=integration)
+    assert deliveries.exists() and not deliveries.exclude(status="processed").exists()
+    assert all(d.headers.get("user-agent", "").startswith("Alertmanager/") for d in deliveries)
+
+
+def test_real_worker_processes_interleaved_deliveries_on_the_broker(live_server, make_integration, celery_worker_process):
+    integration = make_integration("alertmanager")
+    session = requests.Session()
+    session.headers["Authorization"] = f"Bearer {integration.plain_token}"
+    sent = 0
+    for batch in range(20):
+        alerts = [{
+            "status": "firing", "labels": {"alertname": "VLLMQueueTimeHigh", "pod": f"vllm-{batch}-{n}", "cluster": "it"},
+            "annotations": {}, "startsAt": f"2026-11-29T02:{batch:02d}:{n:02d}Z", "endsAt": "0001-01-01T00:00:00Z",
+        } for n in range(10)]
+        response = session.post(live_server.url + integration.path, data=json.dumps({"version": "4", "alerts": alerts}), timeout=10)
+        assert response.status_code == 202, response.text
+        sent += len(alerts)
+    wait_until(lambda: Alert.objects.filter(integration=integration).count() == sent, timeout=60, what=f"{sent} alerts processed by the worker")
+    assert not Delivery.objects.filter(integration=integration).exclude(status="processed").exists()

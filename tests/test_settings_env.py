@@ -1,0 +1,56 @@
+"""Settings come from the environment exactly as the contract's table says."""
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+ROOT = Path(__file__).resolve().parent.parent
+PROBE = (
+    "import json, django; from django.conf import settings; django.setup();"
+    "db = settings.DATABASES['default'];"
+    "print(json.dumps({'engine': db['ENGINE'], 'name': str(db['NAME']), 'eager': settings.CELERY_TASK_ALWAYS_EAGER,"
+    "'debug': settings.DEBUG, 'max_body': settings.MAX_BODY, 'ssl_redirect': getattr(settings, 'SECURE_SSL_REDIRECT', False),"
+    "'options': {k: str(v) for k, v in db.get('OPTIONS', {}).items()}}))"
+)
+ROOTLINE_VARS = ("DATABASE_URL", "CELERY_BROKER_URL", "ROOTLINE_SECRET_KEY", "ROOTLINE_DEBUG", "ROOTLINE_ALLOWED_HOSTS",
+                 "ROOTLINE_HTTPS", "ROOTLINE_MAX_BODY", "DJANGO_SETTINGS_MODULE")
+
+
+def run_settings(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
+    clean = {key: value for key, value in os.environ.items() if key not in ROOTLINE_VARS}
+    clean.update({"DJANGO_SETTINGS_MODULE": "rootline.settings", "ROOTLINE_DATA_DIR": str(tmp_path), **env})
+    return subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=clean, capture_output=True, text=True, timeout=60)
+
+
+def test_nothing_configured_gives_sqlite_eager_celery_and_debug_off(tmp_path):
+    result = run_settings(tmp_path)
+    assert result.returncode == 0, result.stderr
+    probed = json.loads(result.stdout)
+    assert probed["engine"] == "django.db.backends.sqlite3" and probed["name"].startswith(str(tmp_path))
+    assert probed["eager"] is True and probed["debug"] is False and probed["max_body"] == 10 * 1024 * 1024
+    assert probed["options"]["transaction_mode"] == "IMMEDIATE" and "journal_mode=WAL" in probed["options"]["init_command"]
+    assert (tmp_path / "secret_key").exists()
+
+
+def test_database_url_and_broker_select_postgresql_and_a_real_queue(tmp_path):
+    result = run_settings(tmp_path, DATABASE_URL="postgres://postgres@127.0.0.1:5432/x", CELERY_BROKER_URL="redis://127.0.0.1:6379/9",
+                          ROOTLINE_MAX_BODY="2048")
+    probed = json.loads(result.stdout)
+    assert probed["engine"] == "django.db.backends.postgresql" and probed["name"] == "x"
+    assert probed["eager"] is False and probed["max_body"] == 2048
+
+
+def test_production_without_a_secret_key_refuses_to_start(tmp_path):
+    for env in ({"ROOTLINE_HTTPS": "1"}, {"ROOTLINE_ALLOWED_HOSTS": "rootline.example.com"}):
+        result = run_settings(tmp_path, **env)
+        assert result.returncode != 0
+        assert "ROOTLINE_SECRET_KEY is not set" in result.stderr
+
+
+def test_production_with_a_secret_key_starts_with_https_hardening(tmp_path):
+    result = run_settings(tmp_path, ROOTLINE_HTTPS="1", ROOTLINE_SECRET_KEY="x" * 50)
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout)["ssl_redirect"] is True
