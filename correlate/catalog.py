@@ -11,13 +11,13 @@ import re
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import lru_cache
-from importlib import resources
 from pathlib import Path
 from typing import Any, Mapping
 
 import yaml
 
 CATALOG_ENV = "ROOTLINE_CATALOG"
+PACKAGED_CATALOG = Path(__file__).with_name("catalog.yaml")
 LAYERS = ("hardware", "engine", "serving", "platform", "process", "unknown")
 FAILURE_MODES = (
     "oom", "preemption", "timeout", "kv_fragmentation", "hot_instance", "numeric",
@@ -132,7 +132,7 @@ def parse_duration(value: Any) -> timedelta:
 
 
 def packaged_catalog_text() -> str:
-    return resources.files("correlate").joinpath("catalog.yaml").read_text(encoding="utf-8")
+    return PACKAGED_CATALOG.read_text(encoding="utf-8")
 
 
 def load_catalog(path: str | os.PathLike[str] | None = None, *, use_env: bool = True) -> Catalog:

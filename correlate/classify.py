@@ -17,6 +17,7 @@ from correlate.events import Alert
 SLO_MARKER = "@slo"
 TEXT_ANNOTATIONS = ("summary", "description", "message", "title", "details")
 _WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_PERCENTILE = re.compile(r"([A-Z])([pP]\d{2,3})")
 _SEPARATORS = re.compile(r"[\s_\-.:/|,;()\[\]{}=\"'<>!?]+")
 
 
@@ -30,6 +31,7 @@ class Classification:
 def name_words(name: str) -> str:
     """'LLMContainerOOMKilled' -> 'llm container oom killed', so patterns read like words."""
     words: list[str] = []
+    name = _PERCENTILE.sub(r"\1 \2", name)
     for chunk in _SEPARATORS.split(name):
         words.extend(w.lower() for w in _WORD.findall(chunk))
     return " ".join(words)

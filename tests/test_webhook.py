@@ -234,3 +234,16 @@ def test_rejected_delivery_can_be_replayed_after_a_fix(make_integration, post_ho
     assert delivery.status == "rejected" and "alerts[0].startsAt" in delivery.error
     replayed = services.delivery_replay(delivery_id=delivery.pk)
     assert replayed.status == "rejected"  # still unreadable: replay is honest, not forced
+
+
+@pytest.mark.django_db
+def test_home_page_query_count_does_not_grow_with_alerts(make_integration, deliver, client, django_assert_max_num_queries):
+    from django.contrib.auth.models import User
+
+    integration = make_integration()
+    for batch in range(3):
+        deliver(integration, am_body(*[am_alert(pod=f"pod-{batch}-{n}") for n in range(10)]))
+    client.force_login(User.objects.create_user("viewer"))
+    with django_assert_max_num_queries(8):
+        response = client.get("/")
+    assert response.status_code == 200 and response.content.count(b"pill firing") == 30

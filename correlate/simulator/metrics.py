@@ -24,7 +24,8 @@ BASELINES = {
     "kv": (0.35, 0.62), "frag": (0.05, 0.1), "waiting": (0.0, 2.0), "running": (16.0, 30.0),
     "preempt": (0.001, 0.004), "ttft": (0.55, 1.1), "tpot": (0.032, 0.05), "itl": (0.035, 0.06),
     "hot": (1.0, 1.0), "corrupt": (0.0, 0.0), "rep": (0.001, 0.004), "err": (0.001, 0.004),
-    "dc": (0.002, 0.008), "spec": (0.72, 0.8), "disk": (18.0, 30.0),
+    "dc": (0.002, 0.008), "spec": (0.72, 0.8), "disk": (18.0, 30.0), "rate": (3.0, 7.0), "fb": (0.9, 0.93),
+    "ghost_stall": (0.0, 0.0),
 }
 
 
@@ -219,23 +220,13 @@ class Renderer:
         w = self.out.append
         deps = [d for d in deployments if d.name in tel.windows]
 
-        def gauge_family(name: str, help_: str, signal: str, labeller, fam: str | None = None,
-                         as_int: bool = False, noise: float = 0.02, engine: bool = True) -> None:
-            chosen = [d for d in deps if fam is None or fam in d.families]
-            if not chosen:
+        def gauge_family(name: str, help_: str, signal: str, labeller, as_int: bool = False,
+                         noise: float = 0.02) -> None:
+            if not deps:
                 return
             self.family(name, "gauge", help_)
-            for dep in chosen:
-                grid = self.grid(dep.name)
-                for pod in self.pods(dep):
-                    r = rng_for(tel.seed, name, pod.name)
-                    ls = _labels(labeller(pod))
-                    for t in grid:
-                        if not tel.alive(pod, t) or (engine and tel.in_gap(pod, t)):
-                            continue
-                        v = self.pod_signal(signal, pod, t, r, noise)
-                        v = max(0.0, v)
-                        w(f"{name}{ls} {int(round(v)) if as_int else _val(round(v, 4))} {om_ts(t)}")
+            for dep in deps:
+                self._gauge_rows(name, dep, signal, labeller, noise=noise, cap=1e9, as_int=as_int)
 
         if any(d.kv_series for d in deps):
             self.family("vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.")
@@ -276,11 +267,8 @@ class Renderer:
         return "\n".join(self.out) + "\n"
 
     # -- signal helpers --------------------------------------------------------------------
-    def pod_signal(self, signal: str, pod: Pod, t: int, r, noise: float) -> float:
-        base = self.tel.raw(signal, pod.name, t)
-        return base * (1.0 + r.uniform(-noise, noise)) if noise else base
-
-    def _gauge_rows(self, name: str, dep: Deployment, signal: str, labeller, noise: float, cap: float) -> None:
+    def _gauge_rows(self, name: str, dep: Deployment, signal: str, labeller, noise: float, cap: float,
+                    as_int: bool = False) -> None:
         tel = self.tel
         for pod in self.pods(dep):
             r = rng_for(tel.seed, name, pod.name)
@@ -290,9 +278,14 @@ class Renderer:
                     continue
                 raw = tel.raw(signal, pod.name, t)
                 base = tel.base(signal, pod.name)
-                # noise only on the baseline part, so threshold crossings stay where the story put them
-                v = raw + (base * r.uniform(-noise, noise) if abs(raw - base) < 1e-9 else 0.0)
-                self.out.append(f"{name}{ls} {_val(round(min(cap, max(0.0, v)), 4))} {om_ts(t)}")
+                # full noise on the baseline, little on bumps: crossings stay where the story put them
+                if abs(raw - base) < 1e-9:
+                    v = raw + max(base, 1.0 if as_int else 0.0) * r.uniform(-noise, noise)
+                else:
+                    v = raw * (1.0 + r.uniform(-0.01, 0.01))
+                v = min(cap, max(0.0, v))
+                text = str(int(round(v))) if as_int else _val(round(v, 4))
+                self.out.append(f"{name}{ls} {text} {om_ts(t)}")
 
     def req_rate(self, pod: Pod, t: int) -> float:
         """Requests/s a pod serves: its share of the deployment's traffic (siblings absorb downtime)."""
