@@ -16,7 +16,7 @@ from correlate.events import Alert
 
 SLO_MARKER = "@slo"
 TEXT_ANNOTATIONS = ("summary", "description", "message", "title", "details")
-_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
+_WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+[a-z]*")
 _PERCENTILE = re.compile(r"([A-Z])([pP]\d{2,3})")
 _SEPARATORS = re.compile(r"[\s_\-.:/|,;()\[\]{}=\"'<>!?]+")
 

@@ -82,7 +82,7 @@ sleep 2  # the Celery worker connects to the broker
 echo "rootline (bin/serve, pid $SERVE_PID) on :$PORT; webhook $HOOK_PATH"
 if [[ -n "${PROFILE:-}" ]]; then
   for p in $(pgrep -g "$SERVE_PID" -f 'gunicorn|celery' || true); do
-    "$BIN/py-spy" record --nonblocking --idle -r 50 -f raw -o "$WORK/profile.$p.txt" -p "$p" >/dev/null 2>&1 &
+    "$BIN/py-spy" record --nonblocking -r 100 -f raw -o "$WORK/profile.$p.txt" -p "$p" >/dev/null 2>&1 &
     PROF_PIDS+=($!)
   done
 fi

@@ -70,7 +70,7 @@ def parse_event(item: Any, prefix: str, received_at: datetime) -> ParsedAlert:
     path = f"{prefix}." if prefix else ""
     payload = expect_object(event.get("payload"), f"{path}payload") if "payload" in event else {}
     action = event.get("event_action")
-    if action is None and "payload" not in event:
+    if action is None and ("payload" not in event or looks_like_alert_event(event, payload)):
         raise FieldError(f"{path}event_action", "missing; expected trigger, acknowledge or resolve (or a change event's payload)")
     if action is None:
         return parse_change(payload, f"{path}payload", received_at)
@@ -98,6 +98,12 @@ def parse_event(item: Any, prefix: str, received_at: datetime) -> ParsedAlert:
         generator_url=first_link(event),
         event_action=action,
     )
+
+
+def looks_like_alert_event(event: dict, payload: dict) -> bool:
+    """A change event has neither: an alert event that lost its event_action must not be
+    stored as an already-resolved change."""
+    return "dedup_key" in event or "severity" in payload
 
 
 def parse_change(payload: dict, path: str, received_at: datetime) -> ParsedAlert:
@@ -136,7 +142,7 @@ def event_labels(payload: dict, path: str, summary: str) -> dict[str, str]:
     labels: dict[str, str] = {}
     if isinstance(details, dict):
         for key, value in details.items():
-            if isinstance(value, (dict, list)):
+            if value is None or isinstance(value, (dict, list)):
                 continue  # one level deep: nested structures stay in the stored body
             text = value if isinstance(value, str) else json.dumps(value)
             key_text = clean_text(key, f"{path}.custom_details", limit=1024)

@@ -1,0 +1,460 @@
+"""The story builder scenarios write with: fire alerts (labels, timing, metric bumps), change
+events, pod and GPU events, human actions and the ground truth, then render the five files."""
+from __future__ import annotations
+
+import json
+import os
+from dataclasses import dataclass, field
+from urllib.parse import quote_plus
+
+from ..events import event_fingerprint
+from . import alertmanager as am
+from .core import MINUTE, NS, am_fingerprint, go_time, hex_id, iso_ms, rng_for
+from .metrics import Telemetry, dcgm_labels, frag_labels, ksm_labels, node_labels, render, vllm_labels
+from .rules import KINDS, Expr, Kind, interval_ns
+from .world import Deployment, Gpu, Node, Pod, World
+
+PEAKS = {"frag": 0.38, "kv": 0.985, "waiting": 46.0, "ttft": 6.5, "tpot": 0.15, "itl": 0.22, "preempt": 0.7,
+         "hot": 2.5, "corrupt": 0.05, "rep": 0.16, "err": 0.09, "dc": 0.32, "running": 72.0, "spec": 0.42,
+         "disk": 4.0}
+FAMILY_OF_SIGNAL = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "hot": "success", "rep": "success",
+                    "corrupt": "corrupt", "err": "http", "dc": "istio", "spec": "spec", "running": "success"}
+BACKOFF_S = (10, 20, 40, 80, 160, 300)
+
+
+@dataclass
+class Change:
+    at: int
+    body: dict
+    fingerprint: str
+    starts_at: str
+    seq: int = 0
+
+
+@dataclass
+class Incident:
+    id: str
+    root: object = None
+    members: list = field(default_factory=list)
+
+
+@dataclass
+class Intent:
+    action: str
+    occ: object
+    after_s: float | None
+    at: int | None
+    by: str
+    fields: dict
+
+
+class Story:
+    def __init__(self, scenario: str, seed: int, start: int, clusters: int = 1, step_s: int = 30,
+                 per_scope_windows: bool = False) -> None:
+        self.scenario = scenario
+        self.seed = seed
+        self.key = f"{scenario}:{seed}"
+        self.rng = rng_for("story", scenario, seed)
+        self.start = start
+        self.world = World(rng_for("world", seed), clusters)
+        self.tel = Telemetry(seed=self.key)
+        self.step_s = step_s
+        self.per_scope_windows = per_scope_windows
+        self.occs: list[am.Occurrence] = []
+        self.changes: list[Change] = []
+        self.intents: list[Intent] = []
+        self.incidents: list[Incident] = []
+        self.noise: list[object] = []
+        self.touched: dict[str, Deployment] = {}
+        self.scope_times: dict[str, list[int]] = {}
+        self.extra_gpus: list[tuple[Gpu, Pod | None, str]] = []
+        self.disk_nodes: list[tuple[Node, str]] = []
+        self._seq = 0
+        w = self.world
+        org = w.org
+        self.am_configs = {
+            "central": am.AlertmanagerConfig("central", w.am_urls["central"], (
+                am.Route("rootline-pager", ("alertname", "cluster", "namespace"), 30, 120, 3600,
+                         (("severity", "critical"),)),
+                am.Route("rootline", ("alertname", "cluster"), 30, 300, 4 * 3600),
+            )),
+            "edge": am.AlertmanagerConfig("edge", w.am_urls["edge"], (
+                am.Route(f"{org}-dc-critical", ("...",), 60, 600, 3 * 3600, (("severity", "critical"),)),
+                am.Route(f"{org}-dc-oncall", ("cluster", "namespace"), 60, 600, 3 * 3600),
+            )),
+        }
+        r = rng_for("ksm", seed)
+        self.ksm_ips = {c.name: f"10.{r.randint(64, 127)}.{r.randint(0, 255)}.{r.randint(2, 250)}"
+                        for c in w.clusters}
+
+    # -- people and incidents ------------------------------------------------------------------
+    def person(self, i: int = 0) -> str:
+        return self.world.people[i % len(self.world.people)]
+
+    def incident(self) -> Incident:
+        inc = Incident(id=f"inc-{len(self.incidents) + 1:03d}")
+        self.incidents.append(inc)
+        return inc
+
+    def _place(self, item: object, inc: Incident | None, root: bool) -> None:
+        if inc is None:
+            self.noise.append(item)
+            return
+        inc.members.append(item)
+        if root:
+            inc.root = item
+
+    def touch(self, dep: Deployment, *times: int) -> None:
+        if dep.name not in self.touched:
+            self.touched[dep.name] = dep
+            for pod in dep.pods + dep.old_pods:
+                self.tel.set_base("fb", pod.name, dep.fb_base + rng_for(self.key, "fbb", pod.name).uniform(-0.01, 0.01))
+            self.tel.set_base("rate", dep.name, rng_for(self.key, "rate", dep.name).uniform(3.0, 7.0))
+        self.scope_times.setdefault(dep.name, []).extend(times)
+
+    # -- rule choice ---------------------------------------------------------------------------
+    def _style(self, cluster, kind: Kind, labelled: bool | None, name_idx: int | None) -> tuple[str, dict]:
+        key = kind.name
+        if key not in cluster.style:
+            r = rng_for(self.key, "style", cluster.name, key)
+            plain_only = kind.runbook == "kube-prometheus"
+            lab = r.random() < (0.3 if plain_only else 0.5)
+            cluster.style[key] = (lab, r.randrange(100), r.randrange(100), r.randrange(100))
+        lab, ni, li, mi = cluster.style[key]
+        if labelled is not None:
+            lab = labelled
+        names = kind.labelled_names if lab else kind.plain_names
+        name = names[(name_idx if name_idx is not None else ni) % len(names)]
+        extra = {}
+        if lab:
+            extra["layer"] = kind.layers[li % len(kind.layers)]
+            extra["failure_mode"] = kind.modes[mi % len(kind.modes)]
+        return name, extra
+
+    def _tick(self, cluster, kind: Kind, t: int) -> int:
+        step = interval_ns(kind)
+        frac = cluster.eval_frac_ns[kind.group] % step
+        k = -(-(t - frac) // step)
+        return k * step + frac
+
+    # -- alerts ---------------------------------------------------------------------------------
+    def fire(self, kind_name: str, target, cross: int, until: int | None, *, inc: Incident | None,
+             root: bool = False, slow: bool = False, peak: float | None = None, delay_s: float = 0,
+             pods: list[Pod] | None = None, value: float | None = None, labelled: bool | None = None,
+             name_idx: int | None = None, bump: bool = True, labels: dict[str, str] | None = None,
+             severity: str | None = None) -> am.Occurrence:
+        kind = KINDS[kind_name]
+        expr: Expr = kind.slow if (slow and kind.slow) else kind.fast
+        dep, pod, gpu, node = _resolve(target)
+        cluster = (dep.cluster if dep else node.cluster if node else target["cluster_obj"])
+        scope = self._scope(kind, target, dep, pod, gpu, node)
+        starts = self._tick(cluster, kind, cross + (expr.lag_s + expr.for_s) * NS)
+        if until is not None and until + expr.end_lag_s * NS <= starts + 60 * NS:
+            until = starts + 90 * NS - expr.end_lag_s * NS
+        ends = None if until is None else self._tick(cluster, kind, until + expr.end_lag_s * NS)
+        name, extra = self._style(cluster, kind, labelled, name_idx)
+        alert_labels = {k: v for k, v in scope.items() if expr.keys is None or k in expr.keys}
+        alert_labels.update(kind.extra)
+        alert_labels.update(extra)
+        alert_labels.update(labels or {})
+        alert_labels["alertname"] = name
+        alert_labels["severity"] = severity or kind.severity
+        for k, v in cluster.ext_labels.items():
+            alert_labels.setdefault(k, v)
+        if kind.group in ("llm", "slo") and rng_for(self.key, "team", cluster.name).random() < 0.5:
+            alert_labels.setdefault("team", rng_for(self.key, "teamname", cluster.name).choice(
+                ["ml-platform", "llm-serving", "inference", "genai-sre"]))
+        signal = kind.signal
+        pk = peak if peak is not None else PEAKS.get(signal or "", 1.0)
+        shown = value if value is not None else pk
+        annotations = self._annotations(kind, expr, name, alert_labels, shown, cluster)
+        promql = expr.promql
+        fp = am_fingerprint(alert_labels)
+        self._seq += 1
+        arrival = starts + rng_for(self.key, "arr", fp, starts).randint(20, 900) * 1_000_000 + int(delay_s * NS)
+        occ = am.Occurrence(labels=alert_labels, annotations=annotations, starts=starts, ends=ends,
+                            generator_url=f"{cluster.prom_url}/graph?g0.expr={quote_plus(promql)}&g0.tab=1",
+                            fingerprint=fp, arrival=arrival, am=cluster.am, kind=kind_name, seq=self._seq)
+        occ.dep = dep  # type: ignore[attr-defined]
+        occ.node = node  # type: ignore[attr-defined]
+        if dep is not None:
+            self.touch(dep, starts, ends or starts)
+        if signal and bump:
+            self._bump(kind, signal, dep, pod, gpu, node, pods, cross, until, pk, occ)
+        self.occs.append(occ)
+        self._place(occ, inc, root)
+        return occ
+
+    def _scope(self, kind: Kind, target, dep, pod, gpu, node) -> dict[str, str]:
+        src = kind.source
+        if isinstance(target, dict):
+            return {k: v for k, v in target.items() if k != "cluster_obj"}
+        if src == "pod" or src == "hot":
+            return vllm_labels(pod)
+        if src == "frag":
+            return frag_labels(pod)
+        if src == "ksm":
+            return ksm_labels(pod, self.ksm_ips[dep.cluster.name])
+        if src == "gpu":
+            return dcgm_labels(gpu, pod)
+        if src == "deployment":
+            return {"cluster": dep.cluster.name, "namespace": dep.namespace, "model_name": dep.served_name}
+        if src == "service":
+            return {"cluster": dep.cluster.name, "namespace": dep.namespace, "service": dep.name}
+        if src == "istio":
+            return {"cluster": dep.cluster.name, "destination_workload_namespace": dep.namespace,
+                    "destination_workload": dep.name}
+        if src == "target":
+            return {"cluster": dep.cluster.name, "job": dep.job, "namespace": dep.namespace, "service": dep.name}
+        if src == "deployment_ksm":
+            return {"cluster": dep.cluster.name, "job": "kube-state-metrics",
+                    "instance": f"{self.ksm_ips[dep.cluster.name]}:8080", "namespace": dep.namespace,
+                    "deployment": dep.name}
+        if src == "node":
+            return dict(node_labels(node), device="/dev/nvme1n1", fstype="ext4", mountpoint="/var/lib/containerd")
+        raise ValueError(f"no scope for {kind.name}")
+
+    def _annotations(self, kind: Kind, expr: Expr, name: str, labels: dict[str, str], value: float,
+                     cluster) -> dict[str, str]:
+        fmt = _SafeDict(labels)
+        fmt.update({"value_pct": f"{value * 100:.1f}%", "value_int": f"{int(round(value))}",
+                    "value_s": f"{value:.2f}s", "value_ms": f"{value * 1000:.0f}ms", "value_rate": f"{value:.2f}",
+                    "value_x": f"{value:.1f}x", "value_mib": f"{int(value)}"})
+        ann = {"summary": kind.summary.format_map(fmt), "description": kind.description.format_map(fmt)}
+        if expr.for_s >= 900:
+            ann["description"] += f" (sustained for {expr.for_s // 60}m)"
+        if kind.runbook == "kube-prometheus":
+            area = "kubernetes" if kind.group == "k8s" else "node" if kind.group == "node" else "general"
+            ann["runbook_url"] = f"https://runbooks.prometheus-operator.dev/runbooks/{area}/{name.lower()}"
+        elif kind.runbook == "team" and rng_for(self.key, "rb", cluster.name, kind.name).random() < 0.7:
+            ann["runbook_url"] = f"https://runbooks.{self.world.domain}/llm/{name}"
+        return ann
+
+    def _bump(self, kind: Kind, signal: str, dep, pod, gpu, node, pods, cross: int, until: int | None, peak: float,
+              occ: am.Occurrence) -> None:
+        until = until if until is not None else cross + 24 * 60 * MINUTE
+        thr = kind.threshold
+        direction = kind.direction
+        keys: list[str]
+        if signal == "fbfree":
+            usable = pod.gpu.node.fb_mib - 512
+            signal, direction = "fb", "up"
+            thr = 1 - 1024 / usable
+            peak = 1 - (peak if peak < 1024 else 380) / usable
+            keys = [pod.name]
+        elif signal == "hot":
+            n = len(dep.pods)
+            thr = 2.0 * (n - 1) / (n - 2)
+            peak = peak * (n - 1) / (n - peak)
+            keys = [pod.name]
+        elif signal == "dc" or signal == "disk":
+            keys = [dep.name if signal == "dc" else node.name]
+        elif kind.source in ("deployment", "service"):
+            keys = [p.name for p in (pods or dep.pods)]
+        else:
+            keys = [pod.name]
+        for key in keys:
+            base = None
+            self.tel.bump(signal, key, thr, peak, cross, until, direction, base=base)
+        if dep is not None and signal in FAMILY_OF_SIGNAL:
+            dep.families.add(FAMILY_OF_SIGNAL[signal])
+        if node is not None and signal == "disk":
+            if all(n is not node for n, _ in self.disk_nodes):
+                self.disk_nodes.append((node, "/var/lib/containerd"))
+        occ.signal = (signal, keys, thr, direction)  # type: ignore[assignment]
+
+    def effect(self, signal: str, key_obj, threshold: float, peak: float, cross: int, until: int,
+               direction: str = "up", ramp_s: float = 360, decay_s: float = 240) -> None:
+        """A metric movement with no alert of its own (e.g. GPU memory crossing 85% in March)."""
+        key = key_obj.name if hasattr(key_obj, "name") else str(key_obj)
+        self.tel.bump(signal, key, threshold, peak, cross, until, direction, ramp_s, decay_s)
+        if isinstance(key_obj, Pod):
+            self.touch(key_obj.deployment, cross)
+            if signal in FAMILY_OF_SIGNAL:
+                key_obj.deployment.families.add(FAMILY_OF_SIGNAL[signal])
+        elif isinstance(key_obj, Deployment):
+            self.touch(key_obj, cross)
+            if signal in FAMILY_OF_SIGNAL:
+                key_obj.families.add(FAMILY_OF_SIGNAL[signal])
+
+    # -- pod and GPU events ----------------------------------------------------------------------
+    def oom(self, pod: Pod, at: int, reason: str = "OOMKilled", downtime_s: int = 95) -> int:
+        self.tel.gap(pod, at, at + downtime_s * NS)
+        self.tel.restarts[pod.name].append((at, reason))
+        self.touch(pod.deployment, at)
+        return at + downtime_s * NS
+
+    def crashloop(self, pod: Pod, start: int, end: int, reason: str = "Error") -> None:
+        t = start
+        i = 0
+        while t < end:
+            self.tel.restarts[pod.name].append((t, reason))
+            t += (BACKOFF_S[min(i, len(BACKOFF_S) - 1)] + 45) * NS
+            i += 1
+        self.tel.gap(pod, start, end)
+        self.tel.crashloops[pod.name].append((start + 10 * NS, end))
+        self.touch(pod.deployment, start, end)
+
+    def scrape_fail(self, pod: Pod, start: int, end: int) -> None:
+        self.tel.gap(pod, start, end, reset=False)
+        pod.deployment.families.add("up")
+        self.touch(pod.deployment, start, end)
+
+    def xid(self, gpu: Gpu, at: int, code: int, hold_s: int) -> None:
+        self.tel.xids[gpu.uuid].append((at, at + hold_s * NS, code))
+
+    def ecc(self, gpu: Gpu, at: int, count: int = 3) -> None:
+        self.tel.ecc[gpu.uuid].extend(at + i * 7 * NS for i in range(count))
+
+    def lifetime(self, pod: Pod, born: int | None = None, died: int | None = None) -> None:
+        self.tel.lifetimes[pod.name] = (born, died)
+
+    # -- changes and actions ----------------------------------------------------------------------
+    def change(self, at: int, change_type: str, summary: str, source: str, details: dict[str, str],
+               *, inc: Incident | None, root: bool = False, links: list[dict] | None = None,
+               ts_style: str = "z", dep: Deployment | None = None) -> Change:
+        ts = iso_ms(at, ts_style)
+        cd = {"change_type": change_type}
+        cd.update({k: str(v) for k, v in details.items()})
+        body = {"routing_key": self.world.routing_key,
+                "payload": {"summary": summary, "timestamp": ts, "source": source, "custom_details": cd},
+                "links": links or []}
+        self._seq += 1
+        ch = Change(at=at, body=body, fingerprint=event_fingerprint(source=source, summary=summary),
+                    starts_at=ts, seq=self._seq)
+        self.changes.append(ch)
+        if dep is not None:
+            self.touch(dep, at)
+        self._place(ch, inc, root)
+        return ch
+
+    def act(self, action: str, occ, *, after_s: float | None = None, at: int | None = None, by: str | None = None,
+            **fields) -> None:
+        self.intents.append(Intent(action, occ, after_s, at, by or self.person(0), fields))
+
+    # -- output -----------------------------------------------------------------------------------
+    def build(self) -> dict[str, str]:
+        alerts_end = max([o.ends or o.starts for o in self.occs] + [c.at for c in self.changes])
+        deliveries = am.simulate(self.am_configs, self.occs, alerts_end + 45 * MINUTE)
+        first_seen: dict[tuple[str, str], int] = {}
+        for d in deliveries:
+            for a in d.body["alerts"]:
+                first_seen.setdefault((a["fingerprint"], a["startsAt"]), d.at)
+        delivered = {o.key for o in self.occs if o.key in first_seen}
+        files = {"alerts.jsonl": "".join(am.dumps_go(d.body) + "\n" for d in deliveries)}
+        changes = sorted(self.changes, key=lambda c: (c.at, c.seq))
+        files["changes.jsonl"] = "".join(json.dumps(c.body, ensure_ascii=False) + "\n" for c in changes)
+        files["actions.jsonl"] = self._actions(first_seen)
+        files["truth.json"] = self._truth(delivered)
+        files["metrics.om"] = self._metrics()
+        self.deliveries = deliveries
+        self.first_seen = first_seen
+        return files
+
+    def _ref(self, item) -> dict[str, str]:
+        if isinstance(item, Change):
+            return {"fingerprint": item.fingerprint, "starts_at": item.starts_at}
+        return {"fingerprint": item.fingerprint, "starts_at": item.starts_at}
+
+    def _truth(self, delivered: set) -> str:
+        def ok(item) -> bool:
+            return isinstance(item, Change) or item.key in delivered
+
+        def when(item) -> int:
+            return item.at if isinstance(item, Change) else item.starts
+
+        incidents = []
+        for inc in self.incidents:
+            members = sorted((m for m in inc.members if ok(m)), key=when)
+            if not members:
+                continue
+            root = inc.root if inc.root is not None and ok(inc.root) else members[0]
+            incidents.append({"id": inc.id, "root": self._ref(root), "alerts": [self._ref(m) for m in members]})
+        noise = [self._ref(m) for m in sorted((m for m in self.noise if ok(m)), key=when)]
+        return json.dumps({"incidents": incidents, "noise": noise}, indent=1) + "\n"
+
+    def _actions(self, first_seen: dict) -> str:
+        rows = []
+        for n, it in enumerate(self.intents):
+            occ = it.occ
+            if isinstance(occ, am.Occurrence) and occ.key not in first_seen:
+                continue
+            if it.at is not None:
+                at = it.at
+            else:
+                base = first_seen.get(occ.key, occ.starts) if isinstance(occ, am.Occurrence) else occ.at
+                at = base + int((it.after_s or 0) * NS)
+            at -= at % 1_000_000
+            row = {"at": go_time(at), "by": it.by, "action": it.action}
+            row.update(self._ref(occ))
+            for k, v in it.fields.items():
+                if k == "into":
+                    row["into_fingerprint"] = v.fingerprint
+                    row["into_starts_at"] = v.starts_at
+                elif k == "alerts":
+                    row["fingerprints"] = [o.fingerprint for o in v]
+                    row["starts_ats"] = [o.starts_at for o in v]
+                else:
+                    row[k] = v
+            rows.append((at, n, row))
+        rows.sort(key=lambda r: (r[0], r[1]))
+        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for _, _, r in rows)
+
+    def _metrics(self) -> str:
+        times = [o.starts for o in self.occs]
+        ends = [o.ends or o.starts for o in self.occs]
+        w0 = min(times) - 60 * MINUTE
+        w1 = max(ends) + 15 * MINUTE
+        for name, dep in self.touched.items():
+            if self.per_scope_windows:
+                ts = self.scope_times.get(name) or [w0, w1]
+                self.tel.windows[name] = (max(w0, min(ts) - 45 * MINUTE), min(w1, max(ts) + 15 * MINUTE))
+            else:
+                self.tel.windows[name] = (w0, w1)
+        for node, _ in self.disk_nodes:
+            self.tel.windows[node.name] = (w0, w1)
+        for gpu, pod, key in self.extra_gpus:
+            self.tel.windows.setdefault(key, (w0, w1))
+        deps = list(self.touched.values())
+        return render(self.tel, deps, self.extra_gpus, self.disk_nodes, self.step_s, self.ksm_ips)
+
+    def write(self, out_dir: str) -> dict[str, int]:
+        files = self.build()
+        os.makedirs(out_dir, exist_ok=True)
+        sizes = {}
+        for name, text in files.items():
+            with open(os.path.join(out_dir, name), "w", encoding="utf-8", newline="\n") as fh:
+                fh.write(text)
+            sizes[name] = len(text.encode())
+        return sizes
+
+
+class _SafeDict(dict):
+    def __missing__(self, key: str) -> str:
+        return "{" + key + "}"
+
+
+def _resolve(target):
+    """(deployment, pod, gpu, node) for whatever a rule watches."""
+    if isinstance(target, Pod):
+        return target.deployment, target, target.gpu, target.gpu.node
+    if isinstance(target, Deployment):
+        return target, target.pods[0], target.pods[0].gpu, None
+    if isinstance(target, Gpu):
+        return None, None, target, target.node
+    if isinstance(target, Node):
+        return None, None, None, target
+    if isinstance(target, tuple):  # (gpu, pod)
+        gpu, pod = target
+        return pod.deployment, pod, gpu, gpu.node
+    return None, None, None, None
+
+
+def static_target(cluster, labels: dict[str, str]) -> dict:
+    d = {"cluster": cluster.name}
+    d.update(labels)
+    d["cluster_obj"] = cluster
+    return d
+
+
+__all__ = ["Story", "Incident", "Change", "static_target", "hex_id"]
