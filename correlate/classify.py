@@ -54,15 +54,12 @@ class Classifier:
     def __init__(self, catalog: Catalog | None = None) -> None:
         self.catalog = catalog or load_catalog()
         self._cache: dict[tuple[object, ...], Classification] = {}
+        self._relevant_labels = frozenset(self.catalog.layer_keys + self.catalog.mode_keys + self.catalog.change_marker_labels)
 
     def classify(self, alert: Alert) -> Classification:
-        labels = alert.labels
-        explicit = tuple(labels.get(k, "") for k in self.catalog.layer_keys + self.catalog.mode_keys)
-        markers = tuple(labels.get(k, "") for k in self.catalog.change_marker_labels)
-        annotations = tuple(alert.annotations.get(k, "") for k in TEXT_ANNOTATIONS) + tuple(
-            v for k, v in sorted(alert.annotations.items()) if k in ("query", "expr", "expression")
-        )
-        cache_key = (alert.alertname, explicit, markers, alert.generator_url, annotations)
+        relevant = self._relevant_labels
+        explicit = tuple((k, v) for k, v in alert.labels.items() if k in relevant)
+        cache_key = (alert.alertname, explicit, alert.generator_url, tuple(alert.annotations.items()))
         cached = self._cache.get(cache_key)
         if cached is None:
             cached = self._classify(alert)

@@ -11,16 +11,16 @@ from __future__ import annotations
 
 import bisect
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
+from datetime import datetime, timedelta, timezone
 from typing import Iterable, Sequence
 
 from correlate.catalog import Catalog, load_catalog
 from correlate.classify import Classification, Classifier
-from correlate.events import RESOLVED, Alert
+from correlate.events import RESOLVED, Alert, occurrence_key
 from correlate.ranking import rank
 from correlate.results import Decision, Edge, Exclude, FalsePositive, Incident, Member, Merge, Split
 from correlate.timing import as_utc, lookback
-from correlate.topology import Scope, Topology, in_change_scope, relations, scope_of
+from correlate.topology import Scope, Topology, gateway_key, in_change_scope, relations, scope_of
 
 _TIGHT = frozenset({"same_pod", "same_gpu"})
 _RELATION_ORDER = ("same_pod", "same_gpu", "same_node", "same_deployment", "sibling", "same_model",
@@ -37,6 +37,7 @@ class _Entry:
     t: float
     end_t: float | None
     partition: str
+    onset: datetime
     excluded: bool = False
     nodes: frozenset[str] = frozenset()
     gpus: frozenset[str] = frozenset()
@@ -144,7 +145,10 @@ class _Partition:
         linked: set[str] = set()
         horizon = x.t - engine.window
         seen: set[int] = set()
+        skip_pod = bool(x.scope.deployment and x.scope.gateway_keys)
         for index_key in keys if x.mode != "change" else ():
+            if skip_pod and index_key[0] == "pod":
+                continue
             bucket = self.index.get(index_key)
             if not bucket:
                 continue
@@ -167,7 +171,7 @@ class _Partition:
                     linked.add(self.find(change.key))
         self.parent[x.key] = x.key
         self.size[x.key] = 1
-        self.agg[x.key] = [x.t, x.t, 1 if x.end_t is None else 0, x.end_t if x.end_t is not None else float("-inf"), [x]]
+        self.agg[x.key] = [x.t, x.t, 1 if x.end_t is None else 0, self._influence_end(x), [x]]
         x.undo.append(("new", x.key))
         for root in sorted(r for r in linked if engine.is_open(self.agg[r], x.t)):
             self._union(self.find(root), self.find(x.key), x.undo)
@@ -177,6 +181,12 @@ class _Partition:
             for index_key in keys:
                 self.index.setdefault(index_key, []).append(x)
             x.index_keys = keys
+
+    def _influence_end(self, x: _Entry) -> float:
+        """A change is over at once yet stays a suspect for its rule's lag, so it keeps its incident open."""
+        if x.mode == "change":
+            return max(x.end_t or x.t, x.t + self.engine.change_window)
+        return x.end_t if x.end_t is not None else float("-inf")
 
     def _union(self, a: str, b: str, undo: list[tuple]) -> None:
         if a == b:
@@ -195,17 +205,17 @@ class _Partition:
 
 
 def _index_keys(x: _Entry) -> tuple[tuple[str, str], ...]:
+    """Buckets an alert's neighbours are found in; a gateway key covers its deployment and model."""
     scope = x.scope
-    keys: list[tuple[str, str]] = []
+    keys: list[tuple[str, str]] = [("gw", k) for k in scope.gateway_keys]
     if scope.pod:
         keys.append(("pod", scope.pod))
     keys.extend(("node", n) for n in x.nodes)
     keys.extend(("gpu", g) for g in x.gpus)
-    if scope.deployment:
+    if scope.deployment and not gateway_key(scope.deployment):
         keys.append(("dep", scope.deployment))
-    if scope.model:
+    if scope.model and not gateway_key(scope.model):
         keys.append(("model", scope.model))
-    keys.extend(("gw", k) for k in scope.gateway_keys)
     return tuple(keys)
 
 
@@ -236,6 +246,9 @@ class Correlator:
         other_lags = [r.max_lag.total_seconds() for r in self.catalog.rules if r.cause != "change"]
         self.window = max(other_lags + [self.same_mode_window, self.tight_window]) + self.slack
         self.change_window = max((r.max_lag.total_seconds() for r in change_rules), default=0.0)
+        self._pair_window = self._pair_windows()
+        self._scopes: dict[tuple, Scope] = {}
+        self._lookbacks: dict[tuple, timedelta] = {}
         self._partitions: dict[str, _Partition] = {}
         self._entries: dict[str, _Entry] = {}
         self._decisions: list[Decision] = []
@@ -245,6 +258,20 @@ class Correlator:
                             for pair in {(a, b) for a in self.catalog.modes for b in self.catalog.modes}}
         for decision in decisions:
             self._record_decision(decision)
+
+    def _pair_windows(self) -> dict[tuple[str, str], float]:
+        """Per (earlier mode, later mode), the widest gap at which anything could still link them."""
+        windows: dict[tuple[str, str], float] = {}
+        for y in self.catalog.modes:
+            for x in self.catalog.modes:
+                reach = [self.tight_window]
+                reach += [r.max_lag.total_seconds() for r in self.catalog.rules_for(y, x)]
+                if x != y and self.catalog.rules_for(x, y):
+                    reach.append(self.slack)
+                if x == y:
+                    reach.append(self.same_mode_window)
+                windows[(y, x)] = max(reach)
+        return windows
 
     # ---- input -------------------------------------------------------------------------------
 
@@ -281,7 +308,7 @@ class Correlator:
         fresh: dict[str, list[_Entry]] = {}
         touched: dict[str, list[_Entry]] = {}
         for alert in alerts:
-            key = alert.key
+            key = occurrence_key(alert.fingerprint, alert.starts_at)
             known = self._entries.get(key)
             if known is not None:
                 end_t = _end_time(alert)
@@ -290,7 +317,7 @@ class Correlator:
                     known.alert = alert
                     touched.setdefault(known.partition, []).append(known)
                 continue
-            entry = self._entry(alert)
+            entry = self._entry(alert, key)
             self._entries[key] = entry
             fresh.setdefault(entry.partition, []).append(entry)
         replayed: list[_Entry] = []
@@ -301,19 +328,30 @@ class Correlator:
             replayed.extend(partition.ingest(fresh.get(name, []), touched.get(name, [])))
         return replayed
 
-    def _entry(self, alert: Alert) -> _Entry:
-        cls = self.classifier.classify(alert)
-        scope = scope_of(alert.labels)
-        onset = as_utc(alert.starts_at) - lookback(alert)
+    def _entry(self, alert: Alert, key: str) -> _Entry:
+        labels_key = tuple(alert.labels.items())
+        scope = self._scopes.get(labels_key)
+        if scope is None:
+            scope = self._scopes[labels_key] = scope_of(alert.labels)
+        timing_key = (alert.generator_url, tuple(alert.annotations.items()),
+                      tuple(alert.labels.get(k, "") for k in ("for", "window", "duration")))
+        back = self._lookbacks.get(timing_key)
+        if back is None:
+            back = self._lookbacks[timing_key] = lookback(alert)
+        if len(self._scopes) > 200_000:
+            self._scopes.clear()
+            self._lookbacks.clear()
+        onset = as_utc(alert.starts_at) - back
         return _Entry(
             alert=alert,
-            key=alert.key,
-            cls=cls,
+            key=key,
+            cls=self.classifier.classify(alert),
             scope=scope,
             t=_epoch(onset),
             end_t=_end_time(alert),
             partition=scope.cluster,
-            excluded=alert.key in self._excluded,
+            onset=onset,
+            excluded=key in self._excluded,
         )
 
     # ---- linking -----------------------------------------------------------------------------
@@ -321,6 +359,8 @@ class Correlator:
     def link(self, y: _Entry, x: _Entry) -> bool:
         """Whether earlier `y` and `x` belong together; causal edges found are kept on `x`."""
         dt = x.t - y.t
+        if dt > self._pair_window.get((y.mode, x.mode), self.tight_window):
+            return False
         rel = relations(y.scope, x.scope, y.nodes, x.nodes, y.gpus, x.gpus)
         for rule_id, max_lag, scope in self._rule_pairs.get((y.mode, x.mode), ()):
             if dt <= max_lag and (scope & rel):
@@ -471,14 +511,23 @@ class Correlator:
             fingerprint=alert.fingerprint,
             alertname=alert.alertname,
             starts_at=as_utc(alert.starts_at),
-            onset=datetime.fromtimestamp(entry.t, tz=timezone.utc),
-            ends_at=datetime.fromtimestamp(entry.end_t, tz=timezone.utc) if entry.end_t is not None else None,
+            onset=entry.onset,
+            ends_at=_end_datetime(entry),
             layer=entry.cls.layer,
             failure_mode=entry.cls.failure_mode,
             classified_by=entry.cls.source,
             scope=entry.scope,
             false_positive=entry.key in self._false_positive,
         )
+
+
+def _end_datetime(entry: _Entry) -> datetime | None:
+    if entry.end_t is None:
+        return None
+    alert = entry.alert
+    if alert.ends_at is not None and alert.status == RESOLVED:
+        return as_utc(alert.ends_at)
+    return datetime.fromtimestamp(entry.end_t, tz=timezone.utc)
 
 
 def _tightest(relations_found: frozenset[str]) -> str:

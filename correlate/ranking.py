@@ -52,20 +52,22 @@ def rank(members: list[Member], edges: list[Edge], links: list[tuple[str, str]],
         neighbours.setdefault(a, []).append(b)
         neighbours.setdefault(b, []).append(a)
     total_others = max(len(members) - 1, 1)
+    wanted = max(1, catalog.settings.max_candidates)
+    sources = [m for m in members if not any(e.cause != m.key for e in incoming.get(m.key, ()))]
+    others = [m for m in members if m.key in incoming and m not in sources] if len(sources) < wanted else []
+    others.sort(key=lambda m: (-catalog.mode_depth(m.failure_mode), order[m.key]))
     scored: list[tuple[float, int, str, int]] = []
-    reach_of: dict[str, int] = {}
-    for member in members:
+    for member in sources + others[: wanted - len(sources)]:
         reach = _reach(member.key, outgoing, neighbours, by_key)
-        reach_of[member.key] = reach
         coverage = reach / total_others if len(members) > 1 else 1.0
         depth = catalog.mode_depth(member.failure_mode) / 100.0
-        is_source = not any(e.cause != member.key for e in incoming.get(member.key, ()))
+        is_source = member.key not in incoming or not any(e.cause != member.key for e in incoming[member.key])
         score = COVERAGE_WEIGHT * coverage + DEPTH_WEIGHT * depth + (SOURCE_WEIGHT if is_source else 0.0)
         if not is_source:
             score *= NON_SOURCE_PENALTY
         scored.append((score, -order[member.key], member.key, reach))
     scored.sort(reverse=True)
-    top = scored[: max(1, catalog.settings.max_candidates)]
+    top = scored[:wanted]
     total_score = sum(s for s, *_ in top) or 1.0
     candidates = tuple(
         RootCandidate(

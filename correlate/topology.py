@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from functools import lru_cache
 from typing import Iterable, Mapping
 
 POD_KEYS = ("exported_pod", "pod", "kubernetes_pod_name", "pod_name", "k8s_pod_name")
@@ -22,7 +23,7 @@ ROUTE_KEYS = ("route", "httproute", "service", "destination_service_name", "dest
 CLUSTER_KEYS = ("cluster", "k8s_cluster", "cluster_name", "kubernetes_cluster", "cluster_id")
 EXPORTER_POD = re.compile(r"(dcgm|exporter|kube-state-metrics|prometheus|node-exporter|cadvisor|otel|collector|vmagent|grafana-agent|alloy)", re.I)
 _K8S_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-_DEPLOYMENT_POD = re.compile(rf"^(?P<name>.+)-[{_K8S_ALPHABET}]{{6,10}}-[{_K8S_ALPHABET}]{{5}}$")
+_DEPLOYMENT_POD = re.compile(rf"^(?P<name>.+)-(?:(?=[a-z0-9]*\d)[a-z0-9]{{6,10}}|[{_K8S_ALPHABET}]{{6,10}})-[a-z0-9]{{5}}$")
 _STATEFUL_POD = re.compile(r"^(?P<name>.+)-\d+$")
 _DAEMON_POD = re.compile(rf"^(?P<name>.+)-[{_K8S_ALPHABET}]{{5}}$")
 _GATEWAY_NOISE = frozenset({
@@ -73,6 +74,7 @@ def deployment_of_pod(pod: str) -> str:
     return ""
 
 
+@lru_cache(maxsize=65536)
 def gateway_key(name: str) -> str:
     """A service, route or model name reduced to the words that name the model it serves."""
     text = name.strip().lower()

@@ -5,9 +5,11 @@ import hashlib
 import hmac
 
 from django.db import connections, models
+from django.db.models import Q
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
-from django.db.models import Q
+
+from correlate.events import occurrence_key
 
 
 def token_digest(token: str) -> str:
@@ -116,9 +118,14 @@ class Alert(models.Model):
     integration = models.ForeignKey(Integration, on_delete=models.PROTECT, related_name="alerts")
     first_delivery = models.ForeignKey(Delivery, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     received_at = models.DateTimeField()
+    correlation_key = models.CharField(max_length=255, blank=True, default="", help_text="the cluster: correlation is serialised per key")
+    incident = models.ForeignKey("Incident", on_delete=models.SET_NULL, null=True, blank=True, related_name="alerts")
     layer = models.CharField(max_length=20, null=True, blank=True)
     failure_mode = models.CharField(max_length=30, null=True, blank=True)
+    classified_by = models.CharField(max_length=40, blank=True, default="")
+    onset = models.DateTimeField(null=True, blank=True, help_text="when the condition began, inferred by the engine")
     false_positive = models.BooleanField(default=False)
+    correlated = models.BooleanField(default=False, help_text="seen by a correlation run since it last changed")
 
     objects = AlertQuerySet.as_manager()
 
@@ -129,7 +136,151 @@ class Alert(models.Model):
         indexes = [
             models.Index(fields=["starts_at"], name="alert_starts_idx"),
             models.Index(fields=["fingerprint", "status"], name="alert_fp_status_idx"),
+            models.Index(fields=["correlation_key", "starts_at"], name="alert_key_starts_idx"),
         ]
+
+    @property
+    def key(self) -> str:
+        """The occurrence key the engine and human decisions use."""
+        return occurrence_key(self.fingerprint, self.starts_at)
 
     def __str__(self) -> str:
         return f"{self.alertname or self.fingerprint} @ {self.starts_at:%Y-%m-%d %H:%M:%S}"
+
+
+class IncidentQuerySet(models.QuerySet):
+    def visible(self) -> "IncidentQuerySet":
+        """Incidents people see: not folded into another by a merge."""
+        return self.filter(merged_into__isnull=True)
+
+    def open(self) -> "IncidentQuerySet":
+        return self.visible().exclude(status=Incident.Status.RESOLVED)
+
+    def for_key(self, key: str) -> "IncidentQuerySet":
+        return self.filter(correlation_key=key)
+
+
+class Incident(models.Model):
+    """Alerts the engine folded together, with the chain and root it found and what people did.
+
+    Its alerts, edges and root candidates are rewritten by each correlation run; its identity,
+    its human state (acknowledged, assigned, severity set by hand, degradation level) and its
+    actions are kept."""
+
+    class Status(models.TextChoices):
+        OPEN = "open"
+        ACKNOWLEDGED = "acknowledged"
+        MITIGATED = "mitigated"
+        RESOLVED = "resolved"
+
+    class Severity(models.TextChoices):
+        CRITICAL = "critical"
+        WARNING = "warning"
+        INFO = "info"
+
+    class Degradation(models.TextChoices):
+        NONE = "none"
+        L1 = "L1"
+        L2 = "L2"
+        L3 = "L3"
+
+    title = models.CharField(max_length=500, blank=True, default="")
+    status = models.CharField(max_length=20, choices=Status.choices, default=Status.OPEN)
+    severity = models.CharField(max_length=10, choices=Severity.choices, default=Severity.WARNING)
+    severity_by_human = models.BooleanField(default=False)
+    correlation_key = models.CharField(max_length=255, blank=True, default="", db_index=True)
+    started_at = models.DateTimeField()
+    last_alert_at = models.DateTimeField(null=True, blank=True)
+    acknowledged_at = models.DateTimeField(null=True, blank=True)
+    mitigated_at = models.DateTimeField(null=True, blank=True)
+    resolved_at = models.DateTimeField(null=True, blank=True)
+    resolved_by_human = models.BooleanField(default=False)
+    assignee = models.ForeignKey("auth.User", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    degradation = models.CharField(max_length=5, choices=Degradation.choices, default=Degradation.NONE)
+    scope = models.JSONField(default=dict, blank=True)
+    layers = models.JSONField(default=list, blank=True)
+    failure_modes = models.JSONField(default=list, blank=True)
+    root_alert = models.ForeignKey("Alert", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    root_confidence = models.FloatField(null=True, blank=True)
+    root_explanation = models.TextField(blank=True, default="")
+    chain = models.JSONField(default=list, blank=True, help_text="alert ids, cause before effect")
+    merged_into = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="merged")
+    created_at = models.DateTimeField(auto_now_add=True)
+    updated_at = models.DateTimeField(auto_now=True)
+
+    objects = IncidentQuerySet.as_manager()
+
+    class Meta:
+        indexes = [models.Index(fields=["status", "started_at"], name="incident_status_idx")]
+        constraints = [
+            models.CheckConstraint(condition=Q(root_confidence__isnull=True) | Q(root_confidence__gte=0, root_confidence__lte=1),
+                                   name="root_confidence_in_unit_range"),
+            models.CheckConstraint(condition=~Q(merged_into=models.F("id")), name="incident_not_merged_into_itself"),
+        ]
+
+    def __str__(self) -> str:
+        return f"#{self.pk} {self.title}"
+
+
+class IncidentEdge(models.Model):
+    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="edges")
+    cause = models.ForeignKey("Alert", on_delete=models.CASCADE, related_name="+")
+    effect = models.ForeignKey("Alert", on_delete=models.CASCADE, related_name="+")
+    rule = models.CharField(max_length=200)
+    lag_seconds = models.FloatField()
+    relation = models.CharField(max_length=60, blank=True, default="")
+
+
+class RootCandidate(models.Model):
+    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="root_candidates")
+    alert = models.ForeignKey("Alert", on_delete=models.CASCADE, related_name="+")
+    rank = models.PositiveSmallIntegerField()
+    confidence = models.FloatField()
+    explanation = models.TextField()
+
+    class Meta:
+        ordering = ["rank"]
+
+
+class IncidentAction(models.Model):
+    """Every action a person took, with who and when: the audit trail and timeline entries."""
+
+    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="actions")
+    action = models.CharField(max_length=30)
+    by = models.ForeignKey("auth.User", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    at = models.DateTimeField()
+    body = models.JSONField(default=dict, blank=True)
+    alert = models.ForeignKey("Alert", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    replay_key = models.CharField(max_length=64, null=True, blank=True, unique=True,
+                                  help_text="set by import_actions so that a second import changes nothing")
+    recorded_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+
+
+class Decision(models.Model):
+    """A human decision about grouping; every correlation run takes them in and never undoes one."""
+
+    class Kind(models.TextChoices):
+        MERGE = "merge"
+        SPLIT = "split"
+        EXCLUDE = "exclude"
+        FALSE_POSITIVE = "false_positive"
+
+    kind = models.CharField(max_length=20, choices=Kind.choices)
+    alert_keys = models.JSONField(help_text="occurrence keys (fingerprint@startsAt) the decision names")
+    correlation_key = models.CharField(max_length=255, blank=True, default="", db_index=True)
+    by = models.ForeignKey("auth.User", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    at = models.DateTimeField()
+    action = models.ForeignKey(IncidentAction, on_delete=models.SET_NULL, null=True, blank=True, related_name="decisions")
+
+    class Meta:
+        ordering = ["at", "id"]
+
+
+class CorrelationLock(models.Model):
+    """One row per correlation key, locked while that key is correlated (the SQLite stand-in
+    for PostgreSQL's advisory lock; PostgreSQL locks the row too, harmlessly)."""
+
+    key = models.CharField(max_length=255, unique=True)

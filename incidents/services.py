@@ -20,6 +20,7 @@ from django.db import IntegrityError, transaction
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
+from incidents.correlation import correlation_enqueue, correlation_key_of
 from incidents.ingest import ParsedAlert, PayloadError, parser_for
 from incidents.models import Alert, Delivery, Integration, token_digest
 
@@ -197,6 +198,7 @@ def delivery_process(*, delivery_id: int) -> None:
             delivery.save(update_fields=["status", "error", "attempts"])
             return
         alerts_upsert(integration=delivery.integration, delivery=delivery, parsed=result.alerts)
+        correlation_enqueue({correlation_key_of(alert.labels) for alert in result.alerts})
         delivery.status = Delivery.Status.PROCESSED
         delivery.accepted = len(result.alerts)
         delivery.rejected = [rejection.as_dict() for rejection in result.rejected[:1000]]
@@ -236,7 +238,7 @@ def alerts_upsert(*, integration: Integration, delivery: Delivery, parsed: list[
     upsert_occurrences(integration, delivery, firing, now, update_fields=["labels", "annotations", "alertname", "generator_url"])
     upsert_occurrences(
         integration, delivery, resolved, now,
-        update_fields=["labels", "annotations", "alertname", "generator_url", "status", "ends_at"],
+        update_fields=["labels", "annotations", "alertname", "generator_url", "status", "ends_at", "correlated"],
     )
     for event in events:
         event_apply(integration=integration, delivery=delivery, event=event, now=now)
@@ -274,6 +276,7 @@ def alert_row(integration: Integration, delivery: Delivery, alert: ParsedAlert, 
         integration=integration,
         first_delivery=delivery,
         received_at=now,
+        correlation_key=correlation_key_of(alert.labels),
         layer="process" if change else None,
         failure_mode="change" if change else None,
     )
@@ -307,5 +310,6 @@ def event_apply(*, integration: Integration, delivery: Delivery, event: ParsedAl
         alert_row(integration, delivery, event, now).save()
     elif event.event_action == "resolve" and current is not None:
         current.status = Alert.Status.RESOLVED
-        current.ends_at = max(event.starts_at, current.starts_at)
-        current.save(update_fields=["status", "ends_at"])
+        current.ends_at = max(event.ends_at or event.starts_at, current.starts_at)
+        current.correlated = False
+        current.save(update_fields=["status", "ends_at", "correlated"])

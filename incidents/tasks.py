@@ -4,7 +4,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.db import DatabaseError
 
-from incidents import services
+from incidents import correlation, services
 
 
 @shared_task(
@@ -26,3 +26,16 @@ def requeue_stale_deliveries() -> int:
     for delivery_id in ids:
         process_delivery.delay(delivery_id)
     return len(ids)
+
+
+@shared_task(
+    name="incidents.correlate_key",
+    autoretry_for=(DatabaseError,),
+    retry_backoff=True,
+    retry_backoff_max=60,
+    max_retries=10,
+    ignore_result=True,
+)
+def correlate_key(key: str) -> None:
+    """Correlate one cluster's recent alerts; serialised per key by a lock inside the service."""
+    correlation.correlation_run(key=key)

@@ -6,7 +6,7 @@ import time
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
-from django.db import DatabaseError, connection
+from django.db import DatabaseError, DataError, IntegrityError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import render
 from django.views.decorators.cache import never_cache
@@ -17,6 +17,7 @@ from incidents.ingest.events import routing_key_of
 from incidents.models import Delivery, Integration
 
 RETRY_AFTER_STORAGE_S = 5
+MAX_RECORDED_SIZE = 2**63 - 1  # a sender may claim any Content-Length; the size column is a bigint
 
 
 def json_error(status: int, message: str, **extra: object) -> JsonResponse:
@@ -61,6 +62,9 @@ def webhook(request: HttpRequest, kind: str, integration_id: int) -> HttpRespons
         receipt = services.delivery_receive(
             integration=integration, body=body, headers=headers, admit=rate_limiter(integration)
         )
+    except (DataError, IntegrityError) as exc:
+        # A value the parsers let through but the database refuses: retrying cannot help.
+        return json_error(400, f"body: a value could not be stored ({exc.__class__.__name__}); nothing was stored")
     except DatabaseError:
         response = json_error(503, "storage unavailable; nothing was stored, send again")
         response["Retry-After"] = str(RETRY_AFTER_STORAGE_S)
@@ -73,7 +77,7 @@ def webhook(request: HttpRequest, kind: str, integration_id: int) -> HttpRespons
 
 def declared_length(request: HttpRequest) -> int:
     try:
-        return max(0, int(request.META.get("CONTENT_LENGTH") or 0))
+        return min(max(0, int(request.META.get("CONTENT_LENGTH") or 0)), MAX_RECORDED_SIZE)
     except ValueError:
         return 0
 

@@ -247,3 +247,15 @@ def test_home_page_query_count_does_not_grow_with_alerts(make_integration, deliv
     with django_assert_max_num_queries(8):
         response = client.get("/")
     assert response.status_code == 200 and response.content.count(b"pill firing") == 30
+
+
+@pytest.mark.django_db
+def test_zero_starts_at_alert_resent_in_a_changed_group_stays_one_occurrence(make_integration, deliver):
+    integration = make_integration("grafana")
+    zero = am_alert("GrafanaKVHigh", starts="0001-01-01T00:00:00Z")
+    deliver(integration, am_body(zero))
+    deliver(integration, am_body(zero, am_alert("Other")))
+    assert Alert.objects.filter(alertname="GrafanaKVHigh").count() == 1
+    deliver(integration, am_body(dict(zero, status="resolved", endsAt="2026-11-29T03:00:00Z"), status="resolved"))
+    alert = Alert.objects.get(alertname="GrafanaKVHigh")
+    assert alert.status == "resolved" and alert.ends_at >= alert.starts_at  # timed by arrival, so it cannot end before

@@ -92,6 +92,7 @@ api_count() { python3 "$HERE/drain.py" --base "$BASE" --token "$API_TOKEN" --exp
 ours() {  # label batch n
   local label=$1 batch=$2 n=$3 before out wall ok t_end t_start
   before=$(api_count)
+  python3 "$HERE/cpu.py" snap "$WORK/cpu.$label.json"
   out=$(timeout $((MAX_SECONDS + 120)) "$PY" "$TESTBED/peer_bench.py" http --label "$label" --url "$BASE$HOOK_PATH" \
         --format am-webhook --batch "$batch" -n "$n" -c "$C" --max-seconds "$MAX_SECONDS" --header 'Authorization: Bearer T')
   t_end=$(python3 "$TESTBED/tbutil.py" now)
@@ -106,6 +107,7 @@ import json, sys
 d = json.loads(sys.stdin.read()); d["alerts"] = int(sys.argv[1]); d["send_wall_s"] = float(sys.argv[2])
 d["processed_alerts_per_s"] = round(d["alerts"] / d["since_load_start_s"], 1)
 print(json.dumps(d))' "$ok" "$wall" | tee -a "$RES"
+  APP_PGID=$SERVE_PID python3 "$HERE/cpu.py" diff "$WORK/cpu.$label.json" "$label" | tee -a "$RES"
 }
 
 ours rootline_am_webhook_batch1 1 "$N1"

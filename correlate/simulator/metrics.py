@@ -15,7 +15,7 @@ from dataclasses import dataclass, field
 from .core import NS, om_ts, rng_for
 from .world import Deployment, Gpu, Node, Pod
 
-TTFT_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
+TTFT_BUCKETS = (0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 TPOT_BUCKETS = (0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5)
 Z99 = 2.3263
 SIGMA = {"ttft": 0.6, "tpot": 0.25, "itl": 0.35}
@@ -79,6 +79,7 @@ class Telemetry:
     gpu_gone: dict[str, list[tuple[int, int]]] = field(default_factory=lambda: defaultdict(list))
     lifetimes: dict[str, tuple[int | None, int | None]] = field(default_factory=dict)
     windows: dict[str, tuple[int, int]] = field(default_factory=dict)
+    dense: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     replicas_short: dict[str, list[tuple[int, int, int]]] = field(default_factory=lambda: defaultdict(list))
     disks: dict[str, str] = field(default_factory=dict)
 
@@ -151,7 +152,7 @@ def _lognorm_cdf(x: float, median: float, sigma: float) -> float:
 def vllm_labels(pod: Pod) -> dict[str, str]:
     dep = pod.deployment
     return {"cluster": dep.cluster.name, "namespace": dep.namespace, "pod": pod.name, "instance": f"{pod.ip}:8000",
-            "job": dep.job, "model_name": dep.served_name, "engine": "0"}
+            "job": dep.job, "model_name": dep.served_name}
 
 
 def frag_labels(pod: Pod) -> dict[str, str]:
@@ -176,7 +177,7 @@ def dcgm_labels(gpu: Gpu, pod: Pod | None) -> dict[str, str]:
     node = gpu.node
     cl = node.cluster
     d = {"cluster": cl.name, "job": cl.dcgm_job, "instance": f"{node.ip}:9400", "gpu": str(gpu.index),
-         "UUID": gpu.uuid, "device": f"nvidia{gpu.index}", "pci_bus_id": gpu.pci_bus_id, "modelName": node.gpu_model,
+         "UUID": gpu.uuid, "device": f"nvidia{gpu.index}", "modelName": node.gpu_model,
          "Hostname": node.name}
     if pod is not None:
         dep = pod.deployment
@@ -196,16 +197,29 @@ def node_labels(node: Node) -> dict[str, str]:
 class Renderer:
     """Writes the families of the deployments and nodes a story touched, over their windows."""
 
-    def __init__(self, tel: Telemetry, step_s: int, ksm_ips: dict[str, str]) -> None:
+    def __init__(self, tel: Telemetry, step_s: int, ksm_ips: dict[str, str], sparse_s: int | None = None) -> None:
         self.tel = tel
         self.step = step_s * NS
+        self.sparse = (sparse_s or step_s) * NS
         self.ksm_ips = ksm_ips
         self.out: list[str] = []
+        self._grids: dict[str, list[int]] = {}
+        self.hist_step = max(self.step, min(self.sparse, 60 * NS)) if sparse_s and sparse_s >= 120 else self.step
 
     def grid(self, key: str) -> list[int]:
+        """Sample times of a scope: every step inside its dense spans, every sparse step elsewhere."""
+        cached = self._grids.get(key)
+        if cached is not None:
+            return cached
         w0, w1 = self.tel.windows[key]
         first = -(-w0 // self.step) * self.step
-        return list(range(first, w1 + 1, self.step))
+        spans = self.tel.dense.get(key)
+        points = []
+        for t in range(first, w1 + 1, self.step):
+            if spans is None or t % self.sparse == 0 or any(a <= t <= b for a, b in spans):
+                points.append(t)
+        self._grids[key] = points
+        return points
 
     def family(self, name: str, kind: str, help_: str) -> None:
         self.out.append(f"# TYPE {name} {kind}")
@@ -221,11 +235,12 @@ class Renderer:
         deps = [d for d in deployments if d.name in tel.windows]
 
         def gauge_family(name: str, help_: str, signal: str, labeller, as_int: bool = False,
-                         noise: float = 0.02) -> None:
-            if not deps:
+                         noise: float = 0.02, need: str | None = None) -> None:
+            chosen = [d for d in deps if need is None or need in d.families]
+            if not chosen:
                 return
             self.family(name, "gauge", help_)
-            for dep in deps:
+            for dep in chosen:
                 self._gauge_rows(name, dep, signal, labeller, noise=noise, cap=1e9, as_int=as_int)
 
         if any(d.kv_series for d in deps):
@@ -234,19 +249,19 @@ class Renderer:
                 if not dep.kv_series:
                     continue
                 self._gauge_rows("vllm:kv_cache_usage_perc", dep, "kv", vllm_labels, noise=0.03, cap=1.0)
-        if any(d.frag_series for d in deps):
+        if any(d.frag_series and "frag" in d.families for d in deps):
             self.family("llm_kv_cache_fragmentation_ratio", "gauge",
                         "Fraction of allocated KV-cache blocks that are unusable fragments.")
             for dep in deps:
-                if dep.frag_series:
+                if dep.frag_series and "frag" in dep.families:
                     self._gauge_rows("llm_kv_cache_fragmentation_ratio", dep, "frag", frag_labels, noise=0.04,
                                      cap=1.0)
         gauge_family("vllm:num_requests_waiting", "Number of requests waiting to be processed.", "waiting",
                      vllm_labels, as_int=True, noise=0.15)
         gauge_family("vllm:num_requests_running", "Number of requests currently running on GPU.", "running",
-                     vllm_labels, as_int=True, noise=0.08)
+                     vllm_labels, as_int=True, noise=0.08, need="success")
         self._counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.", "preempt",
-                      vllm_labels, None)
+                      vllm_labels, "preempt")
         self._counter("vllm:corrupted_requests", "Corrupted requests, in terms of total number of requests "
                       "with NaNs in logits.", "corrupt", vllm_labels, "corrupt")
         self._success()
@@ -294,7 +309,7 @@ class Renderer:
         live = [p for p in self.pods(dep) if tel.alive(p, t) and not tel.in_gap(p, t)]
         if pod not in live:
             return 0.0
-        total = tel.base("rate", dep.name) * len(dep.pods)
+        total = tel.base("rate", dep.name) * dep.replicas
         shares = {p.name: tel.raw("hot", p.name, t) for p in live}
         return total * shares[pod.name] / sum(shares.values())
 
@@ -436,7 +451,7 @@ class Renderer:
                 total = 0.0
                 prev = None
                 for t in self.grid(dep.name):
-                    if not tel.alive(pod, t) or tel.in_gap(pod, t):
+                    if not tel.alive(pod, t) or tel.in_gap(pod, t) or t % self.hist_step:
                         continue
                     if prev is not None and tel.resets_between(pod, prev, t):
                         cum = [0.0] * (len(buckets) + 1)
@@ -570,6 +585,9 @@ class Renderer:
         tel = self.tel
         if not deps:
             return
+        deps = [d for d in deps if any(tel.restarts.get(p.name) for p in self.pods(d))]
+        if not deps:
+            return
         self.family("kube_pod_container_status_restarts", "counter",
                     "The number of container restarts per container.")
         for dep in deps:
@@ -653,7 +671,7 @@ XID_TEXT = {
 
 
 def render(tel: Telemetry, deployments: list[Deployment], gpus_extra, nodes, step_s: int,
-           ksm_ips: dict[str, str]) -> str:
-    r = Renderer(tel, step_s, ksm_ips)
+           ksm_ips: dict[str, str], sparse_s: int | None = None) -> str:
+    r = Renderer(tel, step_s, ksm_ips, sparse_s)
     r._all_deps = [d for d in deployments if d.name in tel.windows]
     return r.render(deployments, gpus_extra, nodes)

@@ -20,6 +20,7 @@ PEAKS = {"frag": 0.38, "kv": 0.985, "waiting": 46.0, "ttft": 6.5, "tpot": 0.15, 
 FAMILY_OF_SIGNAL = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "hot": "success", "rep": "success",
                     "corrupt": "corrupt", "err": "http", "dc": "istio", "spec": "spec", "running": "success"}
 BACKOFF_S = (10, 20, 40, 80, 160, 300)
+RETARGETABLE = {"acknowledge", "assign", "note", "severity", "degrade", "mitigate", "resolve", "reopen"}
 
 
 @dataclass
@@ -50,7 +51,8 @@ class Intent:
 
 class Story:
     def __init__(self, scenario: str, seed: int, start: int, clusters: int = 1, step_s: int = 30,
-                 per_scope_windows: bool = False) -> None:
+                 per_scope_windows: bool = False, sparse_s: int | None = None) -> None:
+        self.sparse_s = sparse_s
         self.scenario = scenario
         self.seed = seed
         self.key = f"{scenario}:{seed}"
@@ -67,6 +69,7 @@ class Story:
         self.noise: list[object] = []
         self.touched: dict[str, Deployment] = {}
         self.scope_times: dict[str, list[int]] = {}
+        self.dense_marks: dict[str, list[int]] = {}
         self.extra_gpus: list[tuple[Gpu, Pod | None, str]] = []
         self.disk_nodes: list[tuple[Node, str]] = []
         self._seq = 0
@@ -258,6 +261,8 @@ class Story:
             self.tel.bump(signal, key, thr, peak, cross, until, direction, base=base)
         if dep is not None and signal in FAMILY_OF_SIGNAL:
             dep.families.add(FAMILY_OF_SIGNAL[signal])
+        if dep is not None and signal in ("frag", "preempt"):
+            dep.families.add(signal)
         if node is not None and signal == "disk":
             if all(n is not node for n, _ in self.disk_nodes):
                 self.disk_nodes.append((node, "/var/lib/containerd"))
@@ -268,6 +273,12 @@ class Story:
         """A metric movement with no alert of its own (e.g. GPU memory crossing 85% in March)."""
         key = key_obj.name if hasattr(key_obj, "name") else str(key_obj)
         self.tel.bump(signal, key, threshold, peak, cross, until, direction, ramp_s, decay_s)
+        dep_key = key_obj.deployment.name if isinstance(key_obj, Pod) else key
+        self.dense_marks.setdefault(dep_key, []).append(cross)
+        if signal in ("frag", "preempt"):
+            dep_of = key_obj.deployment if isinstance(key_obj, Pod) else key_obj
+            if isinstance(dep_of, Deployment):
+                dep_of.families.add(signal)
         if isinstance(key_obj, Pod):
             self.touch(key_obj.deployment, cross)
             if signal in FAMILY_OF_SIGNAL:
@@ -280,6 +291,7 @@ class Story:
     # -- pod and GPU events ----------------------------------------------------------------------
     def oom(self, pod: Pod, at: int, reason: str = "OOMKilled", downtime_s: int = 95) -> int:
         self.tel.gap(pod, at, at + downtime_s * NS)
+        self.dense_marks.setdefault(pod.deployment.name, []).append(at)
         self.tel.restarts[pod.name].append((at, reason))
         self.touch(pod.deployment, at)
         return at + downtime_s * NS
@@ -385,6 +397,8 @@ class Story:
                 base = first_seen.get(occ.key, occ.starts) if isinstance(occ, am.Occurrence) else occ.at
                 at = base + int((it.after_s or 0) * NS)
             at -= at % 1_000_000
+            if it.action in RETARGETABLE and isinstance(occ, am.Occurrence):
+                occ = self._firing_member(occ, at, first_seen)
             row = {"at": go_time(at), "by": it.by, "action": it.action}
             row.update(self._ref(occ))
             for k, v in it.fields.items():
@@ -400,23 +414,51 @@ class Story:
         rows.sort(key=lambda r: (r[0], r[1]))
         return "".join(json.dumps(r, ensure_ascii=False) + "\n" for _, _, r in rows)
 
+    def _firing_member(self, occ: am.Occurrence, at: int, first_seen: dict) -> am.Occurrence:
+        """The occurrence an incident-level action names: one of the incident's alerts that is
+        delivered and firing at `at` (the intended one, else the root, else the earliest)."""
+        def firing(o) -> bool:
+            return (isinstance(o, am.Occurrence) and o.key in first_seen and first_seen[o.key] <= at
+                    and (o.ends is None or o.ends > at))
+
+        if firing(occ):
+            return occ
+        inc = next((i for i in self.incidents if occ in i.members), None)
+        if inc is None:
+            return occ
+        if firing(inc.root):
+            return inc.root
+        live = sorted((m for m in inc.members if firing(m)), key=lambda m: (m.starts, m.seq))
+        if live:
+            return live[0]
+        done = [m for m in inc.members if isinstance(m, am.Occurrence) and m.key in first_seen
+                and first_seen[m.key] <= at]
+        return max(done, key=lambda m: (m.ends or m.starts, m.seq)) if done else occ
+
     def _metrics(self) -> str:
         times = [o.starts for o in self.occs]
         ends = [o.ends or o.starts for o in self.occs]
         w0 = min(times) - 60 * MINUTE
         w1 = max(ends) + 15 * MINUTE
+        marks: dict[str, list[int]] = {k: list(v) for k, v in self.dense_marks.items()}
+        for o in self.occs:
+            dep = getattr(o, "dep", None)
+            if dep is not None:
+                marks.setdefault(dep.name, []).append(o.starts)
         for name, dep in self.touched.items():
-            if self.per_scope_windows:
-                ts = self.scope_times.get(name) or [w0, w1]
-                self.tel.windows[name] = (max(w0, min(ts) - 45 * MINUTE), min(w1, max(ts) + 15 * MINUTE))
-            else:
-                self.tel.windows[name] = (w0, w1)
+            occ_times = [o.starts for o in self.occs if getattr(o, "dep", None) is dep]
+            occ_ends = [o.ends or o.starts for o in self.occs if getattr(o, "dep", None) is dep]
+            lo = min(occ_times or self.scope_times.get(name) or [w0])
+            hi = max(occ_ends or self.scope_times.get(name) or [w1])
+            self.tel.windows[name] = (max(w0, lo - 60 * MINUTE), min(w1, hi + 15 * MINUTE))
+            if self.sparse_s:
+                self.tel.dense[name] = sorted((t - 9 * MINUTE, t + 4 * MINUTE) for t in marks.get(name, []))
         for node, _ in self.disk_nodes:
             self.tel.windows[node.name] = (w0, w1)
         for gpu, pod, key in self.extra_gpus:
             self.tel.windows.setdefault(key, (w0, w1))
         deps = list(self.touched.values())
-        return render(self.tel, deps, self.extra_gpus, self.disk_nodes, self.step_s, self.ksm_ips)
+        return render(self.tel, deps, self.extra_gpus, self.disk_nodes, self.step_s, self.ksm_ips, self.sparse_s)
 
     def write(self, out_dir: str) -> dict[str, int]:
         files = self.build()

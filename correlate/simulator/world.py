@@ -97,6 +97,7 @@ class Deployment:
     frag_series: bool = True
     fb_base: float = 0.92
     old_pods: list[Pod] = field(default_factory=list)
+    replicas: int = 0
 
     def scope(self) -> dict[str, str]:
         return {"cluster": self.cluster.name, "namespace": self.namespace, "deployment": self.name,
@@ -227,6 +228,7 @@ class World:
         )
         for _ in range(pods or rng.randint(3, 4)):
             dep.pods.append(self._pod(dep))
+        dep.replicas = len(dep.pods)
         cluster.deployments.append(dep)
         return dep
 
@@ -241,11 +243,11 @@ class World:
         uid = f"{hex_id(rng, 8)}-{hex_id(rng, 4)}-{hex_id(rng, 4)}-{hex_id(rng, 4)}-{hex_id(rng, 12)}"
         return Pod(name=name, deployment=dep, gpu=gpu, ip=ip, uid=uid)
 
-    def roll(self, dep: Deployment) -> list[Pod]:
-        """A rollout: a new ReplicaSet hash and new pods; the old ones are kept for metrics."""
-        dep.old_pods = list(dep.pods)
+    def roll(self, dep: Deployment, count: int | None = None) -> list[Pod]:
+        """A rollout: a new ReplicaSet hash and `count` new pods; the old ones are kept for metrics."""
+        dep.old_pods = dep.old_pods + list(dep.pods)
         dep.rs_hash = k8s_suffix(self.rng, len(dep.rs_hash))
-        dep.pods = [self._pod(dep) for _ in dep.old_pods]
+        dep.pods = [self._pod(dep) for _ in range(count or len(dep.pods))]
         return dep.pods
 
     def replace_pod(self, pod: Pod) -> Pod:

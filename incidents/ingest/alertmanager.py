@@ -65,8 +65,11 @@ def parse_alert(item: Any, path: str, received_at: datetime) -> ParsedAlert:
     )
     if "startsAt" not in alert:
         raise FieldError(f"{path}.startsAt", "missing")
-    # Go's zero time (Grafana's own tests send it) says "unknown": time the alert by its arrival.
-    starts_at = parse_time(alert["startsAt"], f"{path}.startsAt") or received_at
+    # Go's zero time (Grafana's own tests send it) says "unknown": such an alert is handled like
+    # an Events API event, updating the occurrence of its fingerprint that is firing, if any,
+    # and otherwise timed by its arrival.
+    known_start = parse_time(alert["startsAt"], f"{path}.startsAt")
+    starts_at = known_start or received_at
     ends_at = parse_time(alert["endsAt"], f"{path}.endsAt") if alert.get("endsAt") not in (None, "") else None
     status = alert_status(alert, path, ends_at, received_at)
     if status == "firing":
@@ -81,6 +84,7 @@ def parse_alert(item: Any, path: str, received_at: datetime) -> ParsedAlert:
         labels=labels,
         annotations=annotations,
         generator_url=generator_url_of(alert, path),
+        event_action="" if known_start else ("resolve" if status == "resolved" else "trigger"),
     )
 
 

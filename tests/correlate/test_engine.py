@@ -1,0 +1,229 @@
+from datetime import timedelta
+
+from correlate.catalog import load_catalog
+from correlate.engine import Correlator, correlate
+from correlate.events import RESOLVED, Alert
+from correlate.results import Exclude, FalsePositive, Merge, Split
+from correlate.testing import clock, make_alert
+
+from scenarios import LABELS, POD, SIBLING, deploy_change, fragmentation_chain, unrelated_early_alert
+
+CATALOG = load_catalog(use_env=False)
+
+
+def names(incident):
+    return sorted(m.alertname for m in incident.members)
+
+
+def root_name(incident):
+    return incident.member(incident.root.alert_key).alertname
+
+
+def only(incidents, alertname):
+    found = [i for i in incidents if alertname in names(i)]
+    assert len(found) == 1, [names(i) for i in incidents]
+    return found[0]
+
+
+def test_cascade_is_one_incident_with_the_slow_rule_as_root():
+    incidents = correlate(fragmentation_chain(), catalog=CATALOG)
+    assert len(incidents) == 1
+    assert root_name(incidents[0]) == "LLMKVFragmentationHigh"
+
+
+def test_root_explanation_names_rule_lag_and_relation():
+    incident = correlate(fragmentation_chain(), catalog=CATALOG)[0]
+    text = incident.root.explanation
+    assert "rule fragmentation->" in text and "same pod" in text and "from 01:47" in text
+    assert 0 < incident.root.confidence <= 1
+    assert incident.root_candidates == tuple(sorted(incident.root_candidates, key=lambda c: -c.confidence))
+
+
+def test_chain_runs_from_cause_to_effect():
+    incident = correlate(fragmentation_chain(), catalog=CATALOG)[0]
+    order = [incident.member(k).alertname for k in incident.chain]
+    assert order[0] == "LLMKVFragmentationHigh"
+    assert order.index("LLMContainerOOMKilled") < order.index("KubePodCrashLooping") < order.index("LLMTTFTp99High")
+    for edge in incident.edges:
+        assert incident.chain.index(edge.cause) < incident.chain.index(edge.effect)
+
+
+def test_edges_carry_rule_and_lag():
+    incident = correlate(fragmentation_chain(), catalog=CATALOG)[0]
+    by_effect = {incident.member(e.effect).alertname: e for e in incident.edges}
+    crash = by_effect["KubePodCrashLooping"]
+    assert crash.rule == "oom->restart"
+    assert crash.lag_seconds == 240
+
+
+def test_an_unrelated_alert_that_fired_first_is_not_the_root():
+    incidents = correlate(fragmentation_chain() + [unrelated_early_alert()], catalog=CATALOG)
+    incident = only(incidents, "LLMContainerOOMKilled")
+    assert "HostDiskWillFillIn4Hours" not in names(incident)
+    assert root_name(incident) == "LLMKVFragmentationHigh"
+
+
+def test_unknown_alerts_still_group_with_their_pod():
+    odd = make_alert("TeamXCustomThing", "02:01", pod=POD, **LABELS)
+    incident = only(correlate(fragmentation_chain() + [odd], catalog=CATALOG), "LLMContainerOOMKilled")
+    assert "TeamXCustomThing" in names(incident)
+    assert root_name(incident) == "LLMKVFragmentationHigh"
+
+
+def test_recurrence_an_hour_later_is_a_new_incident():
+    first = fragmentation_chain()
+    again = fragmentation_chain(shift="01:15")
+    incidents = correlate(first + again, catalog=CATALOG)
+    assert len(incidents) == 2
+    assert all(len(i.members) == 6 for i in incidents)
+
+
+def test_resolved_and_quiet_incident_stops_absorbing_alerts():
+    resolved = make_alert("LLMContainerOOMKilled", "02:00", ends_at="02:01", pod=POD, **LABELS)
+    later = make_alert("LLMContainerOOMKilled", "02:14", pod=SIBLING, **LABELS)
+    assert len(correlate([resolved, later], catalog=CATALOG)) == 2
+    still_firing = make_alert("LLMContainerOOMKilled", "02:00", pod=POD, **LABELS)
+    assert len(correlate([still_firing, later], catalog=CATALOG)) == 1
+
+
+def test_incident_has_a_maximum_span():
+    flapping = [make_alert("LLMQueueWaitHigh", f"{h:02d}:{m:02d}", pod=POD, **LABELS)
+                for h in range(0, 8) for m in (0, 10, 20, 30, 40, 50)]
+    incidents = correlate(flapping, catalog=CATALOG)
+    span = CATALOG.settings.max_span
+    assert len(incidents) > 1
+    for incident in incidents:
+        assert max(m.starts_at for m in incident.members) - incident.started_at <= span
+
+
+def test_an_alert_linking_two_open_incidents_merges_them():
+    a = make_alert("LLMContainerOOMKilled", "02:00", pod=POD, **LABELS)
+    b = make_alert("DCGMXidErrors", "02:00", Hostname="gpu-node-3", gpu="1", **LABELS)
+    bridge = make_alert("LLMGpuFramebufferExhausted", "02:03", pod="dcgm-exporter-k2x4p", exported_pod=POD,
+                        Hostname="gpu-node-3", gpu="1", **LABELS)
+    assert len(correlate([a, b], catalog=CATALOG)) == 2
+    merged = correlate([a, b, bridge], catalog=CATALOG)
+    assert len(merged) == 1
+
+
+def test_clusters_never_mix():
+    incidents = correlate(fragmentation_chain() + fragmentation_chain(cluster="prod-b"), catalog=CATALOG)
+    assert len(incidents) == 2
+
+
+def test_change_is_a_suspect_for_its_scope_within_half_an_hour():
+    incident = only(correlate(fragmentation_chain() + [deploy_change("01:30")], catalog=CATALOG), "LLMContainerOOMKilled")
+    assert "Deploy vllm-llama v0.12" in names(incident)
+    assert root_name(incident) == "Deploy vllm-llama v0.12"
+    too_early = correlate(fragmentation_chain() + [deploy_change("00:30")], catalog=CATALOG)
+    assert len(too_early) == 2
+
+
+def test_change_elsewhere_is_not_a_suspect():
+    other = make_alert("LLMContainerOOMKilled", "02:00", pod="sglang-qwen-0", cluster="prod-a", namespace="llm")
+    incidents = correlate([deploy_change("01:50"), other], catalog=CATALOG)
+    assert len(incidents) == 2
+
+
+def test_resolved_notification_updates_the_occurrence_end():
+    firing = make_alert("LLMContainerOOMKilled", "02:00", pod=POD, **LABELS)
+    resolved = Alert(firing.fingerprint, firing.starts_at, firing.labels, firing.annotations,
+                     clock("02:05"), RESOLVED, firing.generator_url)
+    correlator = Correlator(CATALOG)
+    correlator.add(firing)
+    assert correlator.incident_of(firing.key).ended_at is None
+    [incident] = correlator.add(resolved)
+    assert len(incident.members) == 1
+    assert incident.ended_at == clock("02:05")
+
+
+def test_late_arrival_is_placed_by_event_time():
+    chain = fragmentation_chain()
+    correlator = Correlator(CATALOG)
+    for alert in chain[1:]:
+        correlator.add(alert)
+    affected = correlator.add(chain[0])
+    assert len(affected) == 1 and len(affected[0].members) == 6
+    assert [i.alert_keys for i in correlator.incidents()] == [i.alert_keys for i in correlate(chain, catalog=CATALOG)]
+
+
+def test_learned_pod_to_node_link_regroups_earlier_alerts():
+    oom = make_alert("LLMEngineContainerCrashLoop", "02:05", pod=POD, **LABELS)
+    xid = make_alert("DCGMXidErrors", "02:00", Hostname="gpu-node-3", gpu="1", **LABELS)
+    teacher = make_alert("KubePodInfoNode", "05:00", pod=POD, node="gpu-node-3", **LABELS)
+    correlator = Correlator(CATALOG)
+    correlator.add(oom)
+    correlator.add(xid)
+    assert len(correlator.incidents()) == 2
+    correlator.add(teacher)
+    grouped = only(correlator.incidents(), "DCGMXidErrors")
+    assert "LLMEngineContainerCrashLoop" in names(grouped)
+    assert [i.alert_keys for i in correlator.incidents()] == [i.alert_keys for i in correlate([teacher, xid, oom], catalog=CATALOG)]
+
+
+def test_merge_decision_survives_later_alerts():
+    a = fragmentation_chain()
+    b = fragmentation_chain(cluster="prod-b")
+    decisions = [Merge((a[0].key, b[0].key))]
+    correlator = Correlator(CATALOG, decisions)
+    for alert in a[:3] + b[:3]:
+        correlator.add(alert)
+    for alert in a[3:] + b[3:]:
+        correlator.add(alert)
+    incidents = correlator.incidents()
+    assert len(incidents) == 1 and len(incidents[0].members) == 12
+
+
+def test_split_decision_is_never_undone():
+    chain = fragmentation_chain()
+    crash = chain[3]
+    correlator = Correlator(CATALOG)
+    correlator.add_many(chain[:4])
+    changed = correlator.decide(Split((crash.key,)))
+    assert any(i.alert_keys == (crash.key,) for i in changed)
+    correlator.add_many(chain[4:])
+    incidents = correlator.incidents()
+    assert len(incidents) == 2
+    assert any(i.alert_keys == (crash.key,) for i in incidents)
+
+
+def test_excluded_alert_leaves_and_links_nothing():
+    oom = make_alert("LLMContainerOOMKilled", "02:00", pod=POD, **LABELS)
+    other = make_alert("LLMContainerOOMKilled", "02:00", pod="sglang-qwen-0", **LABELS)
+    bridge = make_alert("LLMGateway5xxRate", "02:03", model_name="llama", deployment="sglang-qwen", **LABELS)
+    assert len(correlate([oom, other, bridge], catalog=CATALOG)) == 1
+    incidents = correlate([oom, other, bridge], decisions=[Exclude(bridge.key)], catalog=CATALOG)
+    assert len(incidents) == 2
+    assert bridge.key not in {k for i in incidents for k in i.alert_keys}
+
+
+def test_false_positive_is_a_judgement_only():
+    chain = fragmentation_chain()
+    fragmentation = chain[2]
+    plain = correlate(chain, catalog=CATALOG)[0]
+    judged = correlate(chain, decisions=[FalsePositive(fragmentation.key)], catalog=CATALOG)[0]
+    assert judged.alert_keys == plain.alert_keys
+    assert judged.chain == plain.chain
+    assert judged.root_candidates == plain.root_candidates
+    assert judged.member(fragmentation.key).false_positive
+    assert not plain.member(fragmentation.key).false_positive
+
+
+def test_gpu_error_crash_and_metrics_down_chain_roots_at_the_xid():
+    alerts = [
+        make_alert("TargetDown", "03:06", pod=POD, job="vllm", **LABELS),
+        make_alert("LLMEngineContainerCrashLoop", "03:03", pod=POD, **LABELS),
+        make_alert("DCGMXidErrors", "03:00", pod="dcgm-exporter-k2x4p", exported_pod=POD, Hostname="n3", gpu="0", **LABELS),
+    ]
+    [incident] = correlate(alerts, catalog=CATALOG)
+    assert root_name(incident) == "DCGMXidErrors"
+
+
+def test_preemption_roots_an_itl_breach_on_its_model():
+    alerts = [
+        make_alert("LLMInterTokenLatencyJitter", "04:10", model_name="llama", **LABELS),
+        make_alert("LLMVllmPreemptionsHigh", "04:05", pod=POD, model_name="llama", **LABELS),
+    ]
+    [incident] = correlate(alerts, catalog=CATALOG)
+    assert root_name(incident) == "LLMVllmPreemptionsHigh"
+    assert incident.edges[0].rule == "preemption->slo_itl"

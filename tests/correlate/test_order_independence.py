@@ -1,0 +1,94 @@
+from datetime import timedelta
+
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from correlate.catalog import load_catalog
+from correlate.engine import Correlator, correlate
+from correlate.events import RESOLVED, Alert
+from correlate.testing import BASE_DAY, make_alert, make_change
+
+from scenarios import fragmentation_chain
+
+CATALOG = load_catalog(use_env=False)
+NAMES = ["LLMContainerOOMKilled", "LLMKVFragmentationHigh", "KubePodCrashLooping", "LLMQueueWaitHigh",
+         "LLMTTFTp99High", "DCGMXidErrors", "LLMVllmPreemptionsHigh", "TargetDown", "SomethingOdd",
+         "LLMGateway5xxRate", "LLMNaNLogitsDetected"]
+PODS = ["vllm-a-7d9f8b6c5d-x2k4p", "vllm-a-7d9f8b6c5d-q8r7s", "vllm-b-6c5d8f7b9c-zzzzz", "sglang-c-0", ""]
+
+
+@st.composite
+def alert_stream(draw):
+    count = draw(st.integers(min_value=1, max_value=18))
+    alerts = []
+    for _ in range(count):
+        name = draw(st.sampled_from(NAMES))
+        minute = draw(st.integers(min_value=0, max_value=240))
+        labels = {"cluster": draw(st.sampled_from(["c1", "c2"])), "namespace": "llm"}
+        pod = draw(st.sampled_from(PODS))
+        if pod:
+            labels["pod"] = pod
+        if draw(st.booleans()):
+            labels["node"] = draw(st.sampled_from(["n1", "n2"]))
+        if draw(st.booleans()):
+            labels["model_name"] = draw(st.sampled_from(["a", "b"]))
+        ends = BASE_DAY + timedelta(minutes=minute + draw(st.integers(1, 40))) if draw(st.booleans()) else None
+        alert = make_alert(name, BASE_DAY + timedelta(minutes=minute), ends_at=ends, **labels)
+        alerts.append(alert)
+        if ends is not None and draw(st.booleans()):
+            firing = Alert(alert.fingerprint, alert.starts_at, alert.labels, alert.annotations, None, "firing")
+            alerts.append(firing)
+    if draw(st.booleans()):
+        alerts.append(make_change("deploy vllm-a", BASE_DAY + timedelta(minutes=draw(st.integers(0, 200))),
+                                  cluster="c1", deployment="vllm-a"))
+    return alerts
+
+
+def shape(incidents):
+    return sorted((i.alert_keys, i.chain, tuple((c.alert_key, c.confidence) for c in i.root_candidates), i.edges,
+                   i.ended_at) for i in incidents)
+
+
+def resolved_last(alerts):
+    """What the set means: an occurrence's end is known once any notification carried it."""
+    merged = {}
+    for alert in alerts:
+        known = merged.get(alert.key)
+        if known is None or (alert.status == RESOLVED and known.status != RESOLVED):
+            merged[alert.key] = alert
+    return list(merged.values())
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(alerts=alert_stream(), data=st.data())
+def test_any_arrival_order_gives_the_same_incidents(alerts, data):
+    expected = shape(correlate(resolved_last(alerts), catalog=CATALOG))
+    arrival = data.draw(st.permutations(alerts))
+    correlator = Correlator(CATALOG)
+    for alert in arrival:
+        correlator.add(alert)
+    assert shape(correlator.incidents()) == expected
+
+
+@settings(max_examples=40, deadline=None)
+@given(data=st.data())
+def test_cascade_in_any_order_keeps_its_root(data):
+    chain = fragmentation_chain()
+    arrival = data.draw(st.permutations(chain))
+    correlator = Correlator(CATALOG)
+    for alert in arrival:
+        correlator.add(alert)
+    [incident] = correlator.incidents()
+    assert incident.member(incident.root.alert_key).alertname == "LLMKVFragmentationHigh"
+
+
+@settings(max_examples=60, deadline=None)
+@given(alerts=alert_stream(), data=st.data())
+def test_batches_of_any_size_agree_with_one_batch(alerts, data):
+    expected = shape(correlate(resolved_last(alerts), catalog=CATALOG))
+    arrival = data.draw(st.permutations(alerts))
+    cut = data.draw(st.integers(0, len(arrival)))
+    correlator = Correlator(CATALOG)
+    correlator.add_many(arrival[:cut])
+    correlator.add_many(arrival[cut:])
+    assert shape(correlator.incidents()) == expected

@@ -1,0 +1,262 @@
+"""The simulator's metrics agree with its alerts (series cross the rules' thresholds before the
+alerts start), the March timeline holds, and the labelled set is as hard as the brief asks."""
+from __future__ import annotations
+
+import json
+import re
+from collections import Counter, defaultdict
+from datetime import datetime, timezone
+
+import pytest
+
+from correlate.simulator import scenario_names
+from correlate.simulator.core import HOUR, MINUTE, NS, day_start, parse_start
+from correlate.simulator.scenarios import build
+
+START = "2026-03-14T00:00:00Z"
+LINE = re.compile(r'^([^{ ]+)\{(.*)\} (\S+) (\S+)$')
+LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
+GAUGES = {"kv": "vllm:kv_cache_usage_perc", "frag": "llm_kv_cache_fragmentation_ratio",
+          "waiting": "vllm:num_requests_waiting", "running": "vllm:num_requests_running"}
+
+
+def _series(text: str, names: set[str]) -> dict[tuple[str, str], list[tuple[float, float]]]:
+    """(metric name, pod) -> [(ts, value)] for the named families."""
+    out: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        m = LINE.match(line)
+        if not m or m.group(1) not in names:
+            continue
+        labels = dict(LABEL.findall(m.group(2)))
+        pod = labels.get("exported_pod") or labels.get("pod", "")
+        out[(m.group(1), pod)].append((float(m.group(4)), float(m.group(3))))
+    return out
+
+
+def _at_or_before(points: list[tuple[float, float]], ts: float) -> float | None:
+    best = None
+    for t, v in points:
+        if t <= ts:
+            best = v
+    return best
+
+
+@pytest.fixture(scope="module")
+def stories():
+    out = {}
+    for name in scenario_names():
+        story = build(name, parse_start(START), 1)
+        files = story.build()
+        out[name] = (story, files)
+    return out
+
+
+def _fb_ratio(series, pod: str) -> list[tuple[float, float]]:
+    used = dict(series.get(("DCGM_FI_DEV_FB_USED", pod), []))
+    free = dict(series.get(("DCGM_FI_DEV_FB_FREE", pod), []))
+    return sorted((t, used[t] / (used[t] + free[t])) for t in used if t in free and used[t] + free[t] > 0)
+
+
+@pytest.mark.parametrize("name", scenario_names())
+def test_watched_gauges_cross_their_thresholds_before_alerts_start(stories, name) -> None:
+    story, files = stories[name]
+    series = _series(files["metrics.om"], set(GAUGES.values()) | {"DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE"})
+    checked = 0
+    for occ in story.occs:
+        if not occ.signal or occ.key not in story.first_seen:
+            continue
+        signal, keys, threshold, direction = occ.signal
+        if signal not in GAUGES and signal != "fb":
+            continue
+        starts = occ.starts / NS
+        for pod in keys:
+            points = _fb_ratio(series, pod) if signal == "fb" else series.get((GAUGES[signal], pod), [])
+            assert points, (name, occ.labels["alertname"], pod)
+            value = _at_or_before(points, starts)
+            assert value is not None, (name, occ.labels["alertname"])
+            beyond = value > threshold if direction == "up" else value < threshold
+            assert beyond, (name, occ.labels["alertname"], pod, value, threshold)
+            early = _at_or_before(points, starts - 25 * 60)
+            if early is not None and occ.kind not in ("kv_usage",) and signal != "fb":
+                # a quarter of an hour before the condition began, the series was on the safe side
+                crossing = [t for t, v in points if (v > threshold if direction == "up" else v < threshold)]
+                assert crossing and crossing[0] <= starts
+            checked += 1
+    if name not in ("numeric-nan", "spec-decode-tpot", "rollout-crashloop", "gpu-xid-crash", "preemption-itl"):
+        assert checked, "the scenario has gauge-watching alerts"
+
+
+HISTS = {"ttft": "vllm:time_to_first_token_seconds", "tpot": "vllm:request_time_per_output_token_seconds",
+         "itl": "vllm:inter_token_latency_seconds"}
+BUCKET = re.compile(r'^([^{ ]+)_bucket\{(.*)\} (\S+) (\S+)$')
+
+
+def _buckets(text: str, fam: str) -> dict[str, dict[float, list[tuple[float, float]]]]:
+    """pod -> le -> [(ts, cumulative count)]"""
+    out: dict[str, dict[float, list[tuple[float, float]]]] = defaultdict(lambda: defaultdict(list))
+    for line in text.splitlines():
+        m = BUCKET.match(line)
+        if not m or m.group(1) != fam:
+            continue
+        labels = dict(LABEL.findall(m.group(2)))
+        le = float("inf") if labels["le"] == "+Inf" else float(labels["le"])
+        out[labels["pod"]][le].append((float(m.group(4)), float(m.group(3))))
+    return out
+
+
+def _quantile(q: float, counts: dict[float, float]) -> float:
+    """Prometheus' histogram_quantile over cumulative bucket counts."""
+    les = sorted(counts)
+    total = counts[les[-1]]
+    rank = q * total
+    prev_le, prev_c = 0.0, 0.0
+    for le in les:
+        if counts[le] >= rank:
+            if le == float("inf"):
+                return prev_le
+            return prev_le + (le - prev_le) * (rank - prev_c) / max(1e-9, counts[le] - prev_c)
+        prev_le, prev_c = le, counts[le]
+    return prev_le
+
+
+@pytest.mark.parametrize("name", scenario_names())
+def test_rates_and_latency_quantiles_cross_before_alerts_start(stories, name) -> None:
+    """rate(vllm:num_preemptions_total[5m]) and histogram_quantile(0.99, ...[5m]) as the rules see them."""
+    story, files = stories[name]
+    text = files["metrics.om"]
+    preempt = _series(text, {"vllm:num_preemptions_total"})
+    hists = {sig: _buckets(text, fam) for sig, fam in HISTS.items()}
+    for occ in story.occs:
+        if not occ.signal or occ.key not in story.first_seen:
+            continue
+        signal, keys, threshold, _ = occ.signal
+        t = occ.starts / NS
+        if signal == "preempt":
+            for pod in keys:
+                pts = preempt[("vllm:num_preemptions_total", pod)]
+                now, before = _at_or_before(pts, t), _at_or_before(pts, t - 300)
+                assert (now - before) / 300 > threshold, (name, occ.labels["alertname"])
+        elif signal in HISTS:
+            merged: dict[float, float] = defaultdict(float)
+            if "model_name" in occ.labels and "pod" not in occ.labels:  # by (namespace, model_name)
+                keys = [p for p in hists[signal] if p.startswith(occ.dep.name + "-")]
+            for pod in keys:
+                for le, pts in hists[signal][pod].items():
+                    now, before = _at_or_before(pts, t), _at_or_before(pts, t - 300)
+                    if now is not None and before is not None and now >= before:
+                        merged[le] += now - before
+            assert merged, (name, occ.labels["alertname"])
+            assert _quantile(0.99, merged) > threshold, (name, occ.labels["alertname"], dict(merged))
+
+
+def test_march_gpu_memory_crosses_85_percent_at_t_plus_30m(stories) -> None:
+    story, files = stories["march-oom"]
+    T = (day_start(parse_start(START)) + 1 * HOUR) / NS
+    series = _series(files["metrics.om"], {"DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE",
+                                           "llm_kv_cache_fragmentation_ratio", "vllm:kv_cache_usage_perc"})
+    pods = sorted({pod for (fam, pod) in series if fam == "DCGM_FI_DEV_FB_USED"})
+    ratios = {pod: _fb_ratio(series, pod) for pod in pods}
+    first_cross = min(t for pts in ratios.values() for t, v in pts if v > 0.85)
+    assert T + 29 * 60 < first_cross <= T + 31 * 60
+    for pts in ratios.values():
+        assert all(v < 0.8 for t, v in pts if t < T + 20 * 60)
+    assert not any(fam == "vllm:kv_cache_usage_perc" for fam, _ in series), "no KV-pool series in March"
+    truth = json.loads(files["truth.json"])
+    (inc,) = truth["incidents"]
+    names = {}
+    for line in files["alerts.jsonl"].splitlines():
+        for a in json.loads(line)["alerts"]:
+            names[(a["fingerprint"], a["startsAt"])] = a
+    root = names[(inc["root"]["fingerprint"], inc["root"]["starts_at"])]
+    root_start = datetime.fromisoformat(root["startsAt"].replace("Z", "+00:00")).timestamp()
+    assert T + 44 * 60 < root_start < T + 47 * 60
+    frag = series[("llm_kv_cache_fragmentation_ratio", root["labels"]["pod"])]
+    assert _at_or_before(frag, root_start) > 0.40
+    change = json.loads(files["changes.jsonl"].splitlines()[0])
+    assert change["payload"]["custom_details"]["change_type"] == "threshold_edit"
+    assert change["payload"]["custom_details"]["reviewed"] == "false"
+    assert datetime.fromisoformat(change["payload"]["timestamp"].replace("Z", "+00:00")).timestamp() == T + 600
+    assert {m["starts_at"] for m in inc["alerts"]} >= {change["payload"]["timestamp"]}
+    ooms = sorted(datetime.fromisoformat(m["startsAt"].replace("Z", "+00:00")).timestamp()
+                  for m in names.values() if "oom" in m["labels"]["alertname"].lower())
+    assert ooms and T + 59 * 60 < ooms[0] < T + 63 * 60
+    actions = [json.loads(x) for x in files["actions.jsonl"].splitlines()]
+    by_action = {a["action"]: a for a in actions}
+    fp = by_action["false_positive"]
+    assert (fp["fingerprint"], fp["starts_at"]) == (inc["root"]["fingerprint"], inc["root"]["starts_at"])
+    assert T + 45 * 60 <= _ts(fp["at"]) <= T + 50 * 60
+    deg = by_action["degrade"]
+    assert deg["level"] in {"L2", "L3"} and _ts(deg["at"]) == T + 75 * 60
+    assert {"acknowledge", "note", "resolve"} <= set(by_action)
+
+
+def _ts(text: str) -> float:
+    return datetime.fromisoformat(text.replace("Z", "+00:00")).timestamp()
+
+
+def test_fleet_day_is_at_least_as_hard_as_a_real_fleet(stories) -> None:
+    story, files = stories["fleet-day"]
+    truth = json.loads(files["truth.json"])
+    bodies = [json.loads(x) for x in files["alerts.jsonl"].splitlines()]
+    occ = {}
+    appearances = Counter()
+    for b in bodies:
+        for a in b["alerts"]:
+            occ.setdefault((a["fingerprint"], a["startsAt"]), a)
+            appearances[(a["fingerprint"], a["startsAt"])] += 1
+    labelled = sum(1 for a in occ.values() if {"layer", "failure_mode"} & set(a["labels"]))
+    assert 0.3 <= labelled / len(occ) <= 0.7
+    clusters = {a["labels"]["cluster"] for a in occ.values()}
+    assert len(clusters) >= 3
+    incidents = truth["incidents"]
+    assert len(incidents) >= 8
+    late_roots = 0
+    change_roots = 0
+    fps_per_incident = defaultdict(set)
+    for inc in incidents:
+        root = (inc["root"]["fingerprint"], inc["root"]["starts_at"])
+        if root not in occ:
+            change_roots += 1
+            continue
+        if any(_ts(m["starts_at"]) < _ts(root[1]) for m in inc["alerts"]):
+            late_roots += 1
+        for m in inc["alerts"]:
+            fps_per_incident[m["fingerprint"]].add(inc["id"])
+    assert late_roots >= 3, "roots that fire after their effects"
+    assert change_roots >= 2, "rollouts / config changes as roots"
+    assert any(len(ids) > 1 for ids in fps_per_incident.values()), "a recurrence reuses fingerprints"
+    noise_fps = Counter(m["fingerprint"] for m in truth["noise"])
+    assert max(noise_fps.values()) >= 2, "a flapping noise alert"
+    assert any(n >= 3 for n in appearances.values()), "re-sent occurrences"
+    assert any(b["status"] == "resolved" for b in bodies)
+    assert any(len({a["labels"].get("model_name") for a in b["alerts"]} - {None}) > 1 for b in bodies) or \
+        any(len({tuple(sorted(a["labels"].items())) for a in b["alerts"]}) > 1 for b in bodies)
+    # a cause delivered late: some root reaches the receiver after one of its effects did
+    first_body = {}
+    for i, b in enumerate(bodies):
+        for a in b["alerts"]:
+            first_body.setdefault((a["fingerprint"], a["startsAt"]), i)
+    late = 0
+    for inc in incidents:
+        root = (inc["root"]["fingerprint"], inc["root"]["starts_at"])
+        if root in first_body and any(first_body.get((m["fingerprint"], m["starts_at"]), 1 << 30) < first_body[root]
+                                      for m in inc["alerts"]):
+            late += 1
+    assert late >= 2
+    changes = [json.loads(x) for x in files["changes.jsonl"].splitlines()]
+    decoys = {(c["payload"]["timestamp"]) for c in changes} & {m["starts_at"] for m in truth["noise"]}
+    assert len(decoys) >= 2, "decoy changes are noise"
+
+
+@pytest.mark.parametrize("seed", [1, 2, 3, 101])
+def test_fleet_day_seeds_keep_their_shape(seed) -> None:
+    story = build("fleet-day", parse_start(START), seed)
+    files = story.build()
+    truth = json.loads(files["truth.json"])
+    assert len(truth["incidents"]) >= 8
+    assert len(truth["noise"]) >= 8
+    assert len(files["metrics.om"]) < 16_000_000
+    assert datetime.fromtimestamp(story.occs[0].starts / NS, timezone.utc).date().isoformat() == "2026-03-14"
+    assert MINUTE
