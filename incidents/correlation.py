@@ -54,7 +54,7 @@ def lookback(current: Catalog) -> timedelta:
     """How far back a new alert can link: the longest causal lag or grouping window, plus slack.
     Older alerts come in only through the incidents these belong to."""
     settings_ = current.settings
-    return max(current.max_rule_lag(), settings_.same_mode_window, settings_.tight_scope_window) + settings_.onset_slack
+    return max(current.max_rule_lag, settings_.same_mode_window, settings_.tight_scope_window) + settings_.onset_slack
 
 
 # Enqueueing ------------------------------------------------------------------------------
@@ -152,15 +152,39 @@ def incidents_sync(*, key: str, rows: list[Alert], result: list[EngineIncident])
         if row.incident_id:
             previous[row.incident_id].add(row.pk)
     assigned = assign_identities(result, by_key, previous, key)
+    stored = StoredDetails.load([incident.pk for incident in assigned.values()])
     touched: list[int] = []
     for engine_incident in result:
         incident = assigned[engine_incident.id]
         members = [by_key[member.key] for member in engine_incident.members if member.key in by_key]
-        incident_write(incident, engine_incident, members, by_key)
-        touched.append(incident.pk)
+        if incident_write(incident, engine_incident, members, by_key, stored):
+            touched.append(incident.pk)
     alerts_write(rows, result, assigned, by_key)
     retire_emptied(previous, assigned, rows)
     return touched
+
+
+class StoredDetails:
+    """Edges and root candidates of many incidents, read in two queries, so that a run over an
+    unchanged window writes nothing and reads little."""
+
+    def __init__(self, edges: dict[int, list[tuple]], candidates: dict[int, list[tuple]]) -> None:
+        self.edges = edges
+        self.candidates = candidates
+
+    @classmethod
+    def load(cls, incident_ids: list[int]) -> "StoredDetails":
+        edges: dict[int, list[tuple]] = defaultdict(list)
+        candidates: dict[int, list[tuple]] = defaultdict(list)
+        for incident_id, *edge in IncidentEdge.objects.filter(incident_id__in=incident_ids).values_list(
+            "incident_id", "cause_id", "effect_id", "rule", "lag_seconds", "relation"
+        ):
+            edges[incident_id].append(tuple(edge))
+        for incident_id, *candidate in RootCandidate.objects.filter(incident_id__in=incident_ids).values_list(
+            "incident_id", "rank", "alert_id", "confidence", "explanation"
+        ):
+            candidates[incident_id].append(tuple(candidate))
+        return cls(edges, candidates)
 
 
 def assign_identities(result: list[EngineIncident], by_key: dict[str, Alert], previous: dict[int, set[int]], key: str) -> dict[str, Incident]:
@@ -191,7 +215,8 @@ def assign_identities(result: list[EngineIncident], by_key: dict[str, Alert], pr
     return assigned
 
 
-def incident_write(incident: Incident, engine_incident: EngineIncident, members: list[Alert], by_key: dict[str, Alert]) -> None:
+def incident_write(incident: Incident, engine_incident: EngineIncident, members: list[Alert], by_key: dict[str, Alert],
+                   stored: StoredDetails) -> bool:
     root = engine_incident.root
     root_row = by_key.get(root.alert_key) if root else None
     values = {
@@ -214,8 +239,9 @@ def incident_write(incident: Incident, engine_incident: EngineIncident, members:
         setattr(incident, name, values[name])
     if changed:
         incident.save(update_fields=changed + ["updated_at"])
-    edges_write(incident, engine_incident, by_key)
-    candidates_write(incident, engine_incident, by_key)
+    edges_changed = edges_write(incident, engine_incident, by_key, stored.edges.get(incident.pk, []))
+    candidates_changed = candidates_write(incident, engine_incident, by_key, stored.candidates.get(incident.pk, []))
+    return bool(changed) or edges_changed or candidates_changed
 
 
 def incident_title(engine_incident: EngineIncident, root_row: Alert | None, members: list[Alert]) -> str:
@@ -242,7 +268,7 @@ def status_from_alerts(incident: Incident, members: list[Alert]) -> dict:
     """All alerts resolved resolves the incident; a firing alert reopens one resolved that way or
     by hand (trouble is back); people's acknowledge and mitigate are kept."""
     firing = any(row.status == Alert.Status.FIRING for row in members)
-    if not firing and incident.status != Incident.Status.RESOLVED:
+    if not firing and incident.status != Incident.Status.RESOLVED and not incident.reopened_by_human:
         ends = [row.ends_at for row in members if row.ends_at]
         return {"status": Incident.Status.RESOLVED, "resolved_at": max(ends) if ends else incident.last_alert_at}
     if firing and incident.status == Incident.Status.RESOLVED and not incident.resolved_by_human:
@@ -251,34 +277,34 @@ def status_from_alerts(incident: Incident, members: list[Alert]) -> dict:
     return {}
 
 
-def edges_write(incident: Incident, engine_incident: EngineIncident, by_key: dict[str, Alert]) -> None:
+def edges_write(incident: Incident, engine_incident: EngineIncident, by_key: dict[str, Alert], stored: list[tuple]) -> bool:
     wanted = sorted(
         (by_key[e.cause].pk, by_key[e.effect].pk, e.rule, round(e.lag_seconds, 3), e.relation)
         for e in engine_incident.edges if e.cause in by_key and e.effect in by_key
     )
-    stored = sorted(incident.edges.values_list("cause_id", "effect_id", "rule", "lag_seconds", "relation"))
-    if [tuple(edge) for edge in stored] == wanted:
-        return
+    if sorted(stored) == wanted:
+        return False
     incident.edges.all().delete()
     IncidentEdge.objects.bulk_create(
         IncidentEdge(incident=incident, cause_id=c, effect_id=e, rule=rule, lag_seconds=lag, relation=relation)
         for c, e, rule, lag, relation in wanted
     )
+    return True
 
 
-def candidates_write(incident: Incident, engine_incident: EngineIncident, by_key: dict[str, Alert]) -> None:
+def candidates_write(incident: Incident, engine_incident: EngineIncident, by_key: dict[str, Alert], stored: list[tuple]) -> bool:
     wanted = [
         (rank, by_key[c.alert_key].pk, round(c.confidence, 4), c.explanation)
         for rank, c in enumerate(engine_incident.root_candidates) if c.alert_key in by_key
     ]
-    stored = list(incident.root_candidates.order_by("rank").values_list("rank", "alert_id", "confidence", "explanation"))
-    if [tuple(candidate) for candidate in stored] == wanted:
-        return
+    if sorted(stored) == wanted:
+        return False
     incident.root_candidates.all().delete()
     RootCandidate.objects.bulk_create(
         RootCandidate(incident=incident, rank=rank, alert_id=alert_id, confidence=confidence, explanation=explanation)
         for rank, alert_id, confidence, explanation in wanted
     )
+    return True
 
 
 def alerts_write(rows: list[Alert], result: list[EngineIncident], assigned: dict[str, Incident], by_key: dict[str, Alert]) -> None:
@@ -330,8 +356,11 @@ def retire_emptied(previous: dict[int, set[int]], assigned: dict[str, Incident],
             Incident.objects.filter(pk=incident_id).delete()
 
 
-def keys_with_alerts(since: datetime | None = None) -> list[str]:
-    alerts = Alert.objects.all()
-    if since is not None:
-        alerts = alerts.filter(Q(starts_at__gte=since) | Q(incident__isnull=False, ends_at__gte=since) | Q(ends_at__isnull=True))
-    return sorted(set(alerts.values_list("correlation_key", flat=True)))
+def correlation_rebuild(*, since: datetime) -> dict[str, int]:
+    """Batch correlation of everything since `since`, key by key, through the same run as the
+    incremental path, so both give the same incidents for the same alerts."""
+    keys = sorted(set(Alert.objects.filter(starts_at__gte=since).values_list("correlation_key", flat=True)))
+    touched = 0
+    for key in keys:
+        touched += len(correlation_run(key=key, since=since))
+    return {"keys": len(keys), "incidents": touched}

@@ -195,6 +195,7 @@ class Incident(models.Model):
     mitigated_at = models.DateTimeField(null=True, blank=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
     resolved_by_human = models.BooleanField(default=False)
+    reopened_by_human = models.BooleanField(default=False, help_text="reopened by a person: alerts alone no longer resolve it")
     assignee = models.ForeignKey("auth.User", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     degradation = models.CharField(max_length=5, choices=Degradation.choices, default=Degradation.NONE)
     scope = models.JSONField(default=dict, blank=True)

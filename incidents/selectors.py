@@ -2,9 +2,9 @@
 from __future__ import annotations
 
 from django.conf import settings
-from django.db.models import Count
+from django.db.models import Count, Prefetch
 
-from incidents.models import Alert, Delivery, Integration
+from incidents.models import Alert, Delivery, Incident, Integration, RootCandidate
 
 
 def home_page(*, limit: int = 50) -> dict:
@@ -39,3 +39,33 @@ def broker_status() -> str:
     except Exception as exc:  # noqa: BLE001 - any broker failure is reported, not raised
         return f"error: {exc.__class__.__name__}"
     return "ok" if settings.CELERY_BROKER_URL else "eager"
+
+
+def incidents_list(*, status: str = "open"):
+    """The incidents API's list (and the triage queue): newest first, counts in one query."""
+    incidents = Incident.objects.visible().select_related("root_alert", "assignee").annotate(alert_count=Count("alerts"))
+    if status == "open":
+        incidents = incidents.exclude(status=Incident.Status.RESOLVED)
+    elif status == "resolved":
+        incidents = incidents.filter(status=Incident.Status.RESOLVED)
+    return incidents.order_by("-started_at", "-id")
+
+
+def chain_alerts(incidents) -> dict[int, Alert]:
+    """The alerts named by these incidents' chains, in one query."""
+    ids = {alert_id for incident in incidents for alert_id in incident.chain}
+    return Alert.objects.in_bulk(list(ids)) if ids else {}
+
+
+def incident_detail(incident_id: int) -> Incident | None:
+    return (
+        Incident.objects.select_related("root_alert", "assignee")
+        .annotate(alert_count=Count("alerts"))
+        .prefetch_related(
+            Prefetch("alerts", queryset=Alert.objects.order_by("starts_at", "id")),
+            "edges",
+            Prefetch("root_candidates", queryset=RootCandidate.objects.order_by("rank")),
+        )
+        .filter(pk=incident_id)
+        .first()
+    )

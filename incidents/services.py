@@ -14,9 +14,12 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
-from django.db import IntegrityError, transaction
+from django.core.cache import cache
+from django.db import DatabaseError, IntegrityError, connections, router, transaction
+from django.db.models import F
 from django.utils import timezone
 from rest_framework.authtoken.models import Token
 
@@ -29,6 +32,14 @@ logger = logging.getLogger(__name__)
 ROLES = ("viewer", "responder", "author", "admin")
 REDACTED_HEADERS = {"authorization", "cookie", "proxy-authorization", "x-api-key"}
 UPSERT_BATCH = 1000
+# Draining (see `deliveries_drain`): deliveries per transaction, how long one task drains before it
+# hands over to a fresh task, and how many failed batch attempts leave a delivery to the
+# one-by-one path (beat's requeue and `process_delivery` with its backoff).
+DRAIN_BATCH = 500
+DRAIN_MAX_SECONDS = 20.0
+DRAIN_MAX_ATTEMPTS = 3
+DRAIN_FLAG = "rootline:drain-pending"
+DRAIN_FLAG_TTL = 30
 
 
 class RootlineError(Exception):
@@ -65,10 +76,41 @@ def integration_add(*, kind: str, name: str, token: str | None = None, rate_limi
 
 
 def integration_authenticate(*, integration_id: int, kind: str, token: str) -> Integration | None:
-    integration = Integration.objects.filter(pk=integration_id, kind=kind, is_active=True).first()
-    if integration is None or not token or not integration.token_matches(token):
+    if not token:
+        return None
+    integration = integration_active(integration_id, kind)
+    if integration is None or not integration.token_matches(token):
         return None
     return integration
+
+
+def integration_active(integration_id: int, kind: str) -> Integration | None:
+    """The webhook's per-request lookup in plain SQL: compiling the ORM query cost three times
+    the query itself (0.41 against 0.10 ms of CPU per request on the bench machine). Only the
+    columns a webhook needs are read; the others load on access, as with `.only()`."""
+    alias = router.db_for_read(Integration)
+    connection = connections[alias]
+    with connection.cursor() as cursor:
+        cursor.execute(integration_active_sql(connection), [integration_id, kind])
+        row = cursor.fetchone()
+    return None if row is None else Integration.from_db(alias, integration_webhook_fields(), list(row))
+
+
+INTEGRATION_WEBHOOK_FIELDS = {"id", "kind", "name", "token_digest", "rate_limit"}
+
+
+def integration_webhook_fields() -> list[str]:
+    return [field.attname for field in Integration._meta.concrete_fields if field.attname in INTEGRATION_WEBHOOK_FIELDS]
+
+
+def integration_active_sql(connection) -> str:
+    meta = Integration._meta
+    quote = connection.ops.quote_name
+    return "SELECT {} FROM {} WHERE {} = %s AND {} = %s AND {}".format(
+        ", ".join(quote(meta.get_field(name).column) for name in integration_webhook_fields()),
+        quote(meta.db_table), quote(meta.pk.column), quote(meta.get_field("kind").column),
+        quote(meta.get_field("is_active").column),
+    )
 
 
 def roles_ensure() -> None:
@@ -116,9 +158,11 @@ def delivery_receive(
     retry only 5xx, and 429 for Events API senders, which back off on it."""
     received_at = received_at or timezone.now()
     digest = hashlib.sha256(body).hexdigest()
-    earlier = delivery_with_digest(integration, digest)
-    if earlier is not None:
-        return receipt_for(earlier)
+    if admit is not None:
+        # Over the rate limit too, a body seen before answers as it did: look it up first.
+        earlier = delivery_with_digest(integration, digest)
+        if earlier is not None:
+            return receipt_for(earlier)
     delivery = Delivery(integration=integration, received_at=received_at, body=body, body_digest=digest, size=len(body), headers=headers)
     try:
         result = parser_for(integration.kind)(body, received_at)
@@ -134,19 +178,68 @@ def delivery_receive(
             delivery.processed_at = received_at
         elif admit is not None and not admit(len(result.alerts)):
             return throttled(integration, delivery)
-    try:
-        with transaction.atomic():
-            delivery.save()
-    except IntegrityError:
+    if not delivery_insert(delivery):
+        # The same body again (a retry, an HA peer, or both at once): answer as the first time.
         earlier = delivery_with_digest(integration, digest)
         if earlier is None:
-            raise
+            raise IntegrityError("delivery_body_once conflict without an earlier delivery")
         return receipt_for(earlier)
     if delivery.status == Delivery.Status.PENDING:
+        delivery_enqueue(delivery.pk)
+    return receipt_for(delivery)
+
+
+def delivery_insert(delivery: Delivery) -> bool:
+    """INSERT ... ON CONFLICT DO NOTHING RETURNING id: stores the body and tells a body seen
+    before in one statement (the unique constraint `delivery_body_once` decides), where
+    `save()` needed a look-up first and a savepoint. False: nothing stored, a body seen before."""
+    alias = router.db_for_write(Delivery)
+    connection = connections[alias]
+    meta = Delivery._meta
+    fields = [field for field in meta.concrete_fields if not field.primary_key]
+    quote = connection.ops.quote_name
+    sql = "INSERT INTO {} ({}) VALUES ({}) ON CONFLICT DO NOTHING RETURNING {}".format(
+        quote(meta.db_table), ", ".join(quote(field.column) for field in fields),
+        ", ".join(["%s"] * len(fields)), quote(meta.pk.column),
+    )
+    params = [field.get_db_prep_save(field.pre_save(delivery, True), connection) for field in fields]
+    with connection.cursor() as cursor:
+        cursor.execute(sql, params)
+        row = cursor.fetchone()
+    if row is None:
+        return False
+    delivery.pk = row[0]
+    delivery._state.adding = False
+    delivery._state.db = alias
+    return True
+
+
+def delivery_enqueue(delivery_id: int) -> None:
+    """After the commit, get the delivery processed. With a shared cache (Redis) and a real
+    broker, a storm of deliveries shares a few drain tasks (`deliveries_drain`) instead of one
+    task per delivery; otherwise (eager Celery, the demo) one `process_delivery` per delivery."""
+    if settings.ROOTLINE_INGEST_DRAIN and not settings.CELERY_TASK_ALWAYS_EAGER:
+        transaction.on_commit(drain_signal)
+    else:
         from incidents.tasks import process_delivery
 
-        process_delivery.delay_on_commit(delivery.pk)
-    return receipt_for(delivery)
+        process_delivery.delay_on_commit(delivery_id)
+
+
+def drain_signal() -> None:
+    """Enqueue a drain task unless one is queued and not yet started: the flag is set here and
+    cleared by the task as it starts, before it looks for pending deliveries, so a delivery
+    committed before this call is either seen by that task or signals a new one. A lost
+    message or a dead cache delays nothing beyond the flag's TTL and beat's requeue."""
+    from incidents.tasks import process_pending_deliveries
+
+    try:
+        first = cache.add(DRAIN_FLAG, 1, timeout=DRAIN_FLAG_TTL)
+    except Exception:  # noqa: BLE001 - no cache: enqueue anyway, a spare drain costs one query
+        logger.warning("drain flag unavailable; enqueueing a drain", exc_info=True)
+        first = True
+    if first:
+        process_pending_deliveries.delay()
 
 
 def delivery_with_digest(integration: Integration, digest: str) -> Delivery | None:
@@ -184,27 +277,131 @@ def delivery_record_refusal(*, integration: Integration, status: str, size: int,
 
 def delivery_process(*, delivery_id: int) -> None:
     """Upsert the delivery's alerts. Safe to run twice: the row lock and the status re-check
-    make a second run return at once, and upserts are keyed by (fingerprint, startsAt)."""
+    make a second run return at once, and upserts are keyed by (fingerprint, startsAt).
+    The lock is on the delivery row only (`of=("self",)`): locking its integration too, as a
+    plain select_for_update with select_related does, serialised every worker on it."""
     with transaction.atomic():
-        delivery = Delivery.objects.select_for_update().select_related("integration").filter(pk=delivery_id).first()
+        delivery = (
+            Delivery.objects.select_for_update(of=("self",)).select_related("integration").filter(pk=delivery_id).first()
+        )
         if delivery is None or delivery.status not in (Delivery.Status.PENDING, Delivery.Status.FAILED):
             return
+        deliveries_process([delivery])
+
+
+def deliveries_drain(*, limit: int = DRAIN_BATCH, max_seconds: float = DRAIN_MAX_SECONDS) -> int:
+    """Process pending deliveries, `limit` per transaction, until none is left (or `max_seconds`
+    pass: then a fresh task takes over, so other tasks get a turn). Several drains run side by
+    side: each takes rows the others have not locked (SKIP LOCKED). If a batch fails, its
+    deliveries are tried one by one, so one bad delivery cannot hold up the others."""
+    try:
+        cache.delete(DRAIN_FLAG)  # from now on, a new delivery signals a new drain
+    except Exception:  # noqa: BLE001
+        logger.warning("drain flag unavailable", exc_info=True)
+    deadline = timezone.now() + timedelta(seconds=max_seconds)
+    total = 0
+    while True:
+        try:
+            count = deliveries_process_pending(limit=limit)
+        except DatabaseError:
+            logger.warning("a batch of deliveries failed; processing them one by one", exc_info=True)
+            count = deliveries_process_one_by_one(limit=limit)
+        total += count
+        if count < limit:
+            return total
+        if timezone.now() > deadline:
+            drain_signal()
+            return total
+
+
+def pending_deliveries(limit: int):
+    return (
+        Delivery.objects.filter(status=Delivery.Status.PENDING, attempts__lt=DRAIN_MAX_ATTEMPTS).order_by("id")[:limit]
+    )
+
+
+def deliveries_process_pending(*, limit: int = DRAIN_BATCH) -> int:
+    with transaction.atomic():
+        deliveries = list(
+            pending_deliveries(limit).select_for_update(skip_locked=True, of=("self",)).select_related("integration")
+        )
+        if deliveries:
+            deliveries_process(deliveries)
+    return len(deliveries)
+
+
+def deliveries_process_one_by_one(*, limit: int = DRAIN_BATCH) -> int:
+    ids = list(pending_deliveries(limit).values_list("id", flat=True))
+    for delivery_id in ids:
+        try:
+            delivery_process(delivery_id=delivery_id)
+        except DatabaseError as exc:
+            logger.warning("delivery %s failed", delivery_id, exc_info=True)
+            Delivery.objects.filter(pk=delivery_id, status=Delivery.Status.PENDING).update(
+                attempts=F("attempts") + 1, error=f"{exc.__class__.__name__}: {exc}"[:2000]
+            )
+    return len(ids)
+
+
+def deliveries_process(deliveries: list[Delivery]) -> None:
+    """Upsert the alerts of locked deliveries, inside the caller's transaction: the same rows as
+    processing them one by one in this order, in far fewer statements. Alerts of different
+    deliveries share one INSERT ... ON CONFLICT per round; the k-th view of an occurrence in
+    the batch goes to round k, so views of one occurrence are applied in delivery order (one
+    statement cannot touch a row twice). A delivery with Events API events is applied alone,
+    in its place in the order."""
+    now = timezone.now()
+    rounds = OccurrenceRounds(now)
+    keys: set[str] = set()
+    for delivery in deliveries:
         delivery.attempts += 1
         try:
             result = parser_for(delivery.integration.kind)(bytes(delivery.body), delivery.received_at)
         except PayloadError as exc:
             delivery.status = Delivery.Status.REJECTED
             delivery.error = exc.message
-            delivery.save(update_fields=["status", "error", "attempts"])
-            return
-        alerts_upsert(integration=delivery.integration, delivery=delivery, parsed=result.alerts)
-        correlation_enqueue({correlation_key_of(alert.labels) for alert in result.alerts})
+            continue
+        firing, resolved, events = split_by_handling(result.alerts)
+        if events:
+            rounds.flush()
+            alerts_upsert(integration=delivery.integration, delivery=delivery, parsed=result.alerts)
+        else:
+            rounds.add(delivery, firing, resolved)
+        keys.update(correlation_key_of(alert.labels) for alert in result.alerts)
         delivery.status = Delivery.Status.PROCESSED
         delivery.accepted = len(result.alerts)
         delivery.rejected = [rejection.as_dict() for rejection in result.rejected[:1000]]
-        delivery.processed_at = timezone.now()
+        delivery.processed_at = now
         delivery.error = ""
-        delivery.save(update_fields=["status", "accepted", "rejected", "processed_at", "attempts", "error"])
+    rounds.flush()
+    Delivery.objects.bulk_update(deliveries, ["status", "accepted", "rejected", "processed_at", "attempts", "error"])
+    correlation_enqueue(keys)
+
+
+class OccurrenceRounds:
+    """Alert rows of several deliveries, grouped so that one statement never holds an
+    occurrence twice (see `deliveries_process`)."""
+
+    def __init__(self, now: datetime) -> None:
+        self.now = now
+        self.rounds: list[tuple[list[Alert], list[Alert]]] = []
+        self.seen: dict[tuple[str, datetime], int] = {}
+
+    def add(self, delivery: Delivery, firing: list[ParsedAlert], resolved: list[ParsedAlert]) -> None:
+        for alerts, index in ((firing, 0), (resolved, 1)):
+            for alert in alerts:
+                key = (alert.fingerprint, alert.starts_at)
+                number = self.seen.get(key, 0)
+                self.seen[key] = number + 1
+                if number == len(self.rounds):
+                    self.rounds.append(([], []))
+                self.rounds[number][index].append(alert_row(delivery.integration, delivery, alert, self.now))
+
+    def flush(self) -> None:
+        for firing, resolved in self.rounds:
+            upsert_rows(firing, update_fields=FIRING_UPDATE_FIELDS)
+            upsert_rows(resolved, update_fields=RESOLVED_UPDATE_FIELDS)
+        self.rounds, self.seen = [], {}
 
 
 def delivery_replay(*, delivery_id: int) -> Delivery:
@@ -235,13 +432,15 @@ def stale_delivery_ids(*, older_than: timedelta = timedelta(minutes=2), limit: i
 def alerts_upsert(*, integration: Integration, delivery: Delivery, parsed: list[ParsedAlert]) -> None:
     firing, resolved, events = split_by_handling(parsed)
     now = timezone.now()
-    upsert_occurrences(integration, delivery, firing, now, update_fields=["labels", "annotations", "alertname", "generator_url"])
-    upsert_occurrences(
-        integration, delivery, resolved, now,
-        update_fields=["labels", "annotations", "alertname", "generator_url", "status", "ends_at", "correlated"],
-    )
+    upsert_occurrences(integration, delivery, firing, now, update_fields=FIRING_UPDATE_FIELDS)
+    upsert_occurrences(integration, delivery, resolved, now, update_fields=RESOLVED_UPDATE_FIELDS)
     for event in events:
         event_apply(integration=integration, delivery=delivery, event=event, now=now)
+
+
+# A firing view never overwrites status or ends_at (see `upsert_occurrences`).
+FIRING_UPDATE_FIELDS = ["labels", "annotations", "alertname", "generator_url"]
+RESOLVED_UPDATE_FIELDS = ["labels", "annotations", "alertname", "generator_url", "status", "ends_at", "correlated"]
 
 
 def split_by_handling(parsed: list[ParsedAlert]) -> tuple[list[ParsedAlert], list[ParsedAlert], list[ParsedAlert]]:
@@ -285,7 +484,12 @@ def alert_row(integration: Integration, delivery: Delivery, alert: ParsedAlert, 
 def upsert_occurrences(integration: Integration, delivery: Delivery, alerts: list[ParsedAlert], now: datetime, *, update_fields: list[str]) -> None:
     """One INSERT ... ON CONFLICT per batch. A firing view never overwrites status or ends_at,
     so a late or re-sent firing notification cannot reopen a resolved occurrence."""
-    rows = [alert_row(integration, delivery, alert, now) for alert in alerts]
+    upsert_rows([alert_row(integration, delivery, alert, now) for alert in alerts], update_fields=update_fields)
+
+
+def upsert_rows(rows: list[Alert], *, update_fields: list[str]) -> None:
+    # Key order: concurrent drains upserting overlapping occurrences lock rows in the same order.
+    rows = sorted(rows, key=lambda row: (row.fingerprint, row.starts_at))
     for start in range(0, len(rows), UPSERT_BATCH):
         Alert.objects.bulk_create(
             rows[start : start + UPSERT_BATCH],

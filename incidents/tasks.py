@@ -19,6 +19,19 @@ def process_delivery(delivery_id: int) -> None:
     services.delivery_process(delivery_id=delivery_id)
 
 
+@shared_task(
+    name="incidents.process_pending_deliveries",
+    autoretry_for=(DatabaseError,),
+    retry_backoff=True,
+    retry_backoff_max=120,
+    max_retries=10,
+    ignore_result=True,
+)
+def process_pending_deliveries() -> int:
+    """Drain the pending deliveries in batches (enqueued by `services.drain_signal`)."""
+    return services.deliveries_drain()
+
+
 @shared_task(name="incidents.requeue_stale_deliveries", ignore_result=True)
 def requeue_stale_deliveries() -> int:
     """Deliveries stored while the broker was down, or whose worker died, are never lost."""

@@ -182,6 +182,13 @@ CELERY_BEAT_SCHEDULE = {
     },
 }
 
+# Webhook deliveries are processed by a few drain tasks in batches (one flag in the shared cache
+# tells whether one is queued) instead of one task each; it needs the cache shared by the web and
+# the worker processes, hence Redis. ROOTLINE_INGEST_DRAIN=0 goes back to one task per delivery.
+ROOTLINE_INGEST_DRAIN = env_flag(
+    "ROOTLINE_INGEST_DRAIN", bool(CELERY_BROKER_URL and CELERY_BROKER_URL.startswith("redis"))
+)
+
 if CELERY_BROKER_URL and CELERY_BROKER_URL.startswith("redis"):
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CELERY_BROKER_URL}}
 else:

@@ -11,3 +11,6 @@ ALLOWED_HOSTS = ["*"]
 if not DATABASE_URL:
     DATABASES["default"]["NAME"] = ":memory:"
     DATABASES["default"]["TEST"] = {"NAME": ":memory:"}
+
+# Eager tasks (only where no broker is configured) must fail loudly in tests.
+CELERY_TASK_EAGER_PROPAGATES = True

@@ -124,13 +124,17 @@ def post_hook(client):
 def deliver(post_hook, django_capture_on_commit_callbacks):
     """POST through the URL, then run the processing task function inline (no global eager
     Celery: the enqueue is captured, and the task is called as the worker would call it)."""
-    from incidents.tasks import process_delivery
+    from incidents.models import Alert
+    from incidents.tasks import correlate_key, process_delivery
 
     def deliver(integration, body, **kwargs):
         with django_capture_on_commit_callbacks(execute=False):
             response = post_hook(integration, body, **kwargs)
         if response.status_code == 202:
-            process_delivery(response.json()["delivery"])
+            with django_capture_on_commit_callbacks(execute=False):
+                process_delivery(response.json()["delivery"])
+            for key in sorted(set(Alert.objects.filter(correlated=False).values_list("correlation_key", flat=True))):
+                correlate_key(key)
         return response
 
     return deliver

@@ -6,6 +6,7 @@ from pathlib import Path
 
 import pytest
 
+from incidents import services
 from incidents.models import Alert, Delivery
 
 SAMPLES = Path(__file__).resolve().parent / "fixtures" / "alertmanager"
@@ -171,10 +172,11 @@ def test_storage_unavailable_is_503_with_retry_after(make_integration, post_hook
 
     integration = make_integration()
 
-    def broken_save(self, *args, **kwargs):
+    def broken_save(*args, **kwargs):
         raise OperationalError("database is down")
 
     monkeypatch.setattr(DeliveryModel, "save", broken_save)
+    monkeypatch.setattr(services, "delivery_insert", broken_save)  # the webhook stores with one INSERT
     response = post_hook(integration, am_body(am_alert()))
     assert response.status_code == 503 and response["Retry-After"]
 

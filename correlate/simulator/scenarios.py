@@ -49,7 +49,7 @@ def frag_oom(s: Story, dep: Deployment, t0: int, inc: Incident | None, *, slow: 
     for sib in sibs[2:]:
         s.effect("waiting", sib, 10, 16, t_oom + 2 * M, t_fix + 2 * M, ramp_s=120)
     out["ttft"] = s.fire("ttft", dep, t_oom + 3 * M, t_fix + 4 * M, inc=inc, pods=sibs)
-    out["t_oom"], out["t_fix"] = t_oom, t_fix
+    out["t_oom"], out["t_fix"], out["bad"] = t_oom, t_fix, bad
     return out
 
 
@@ -217,9 +217,9 @@ def config_oom(s: Story, dep: Deployment, t0: int, inc: Incident | None) -> dict
         links=[{"href": f"https://git.{s.world.domain}/ml-platform/helm-values/pull/{r.randint(300, 2000)}",
                 "text": "pull request"}])
     p1, p2 = dep.pods[0], dep.pods[1]
-    t1 = t0 + 16 * M + _j(s, dep.name, "o1", lo=-2, hi=2)
+    t1 = t0 + 16 * M + _j(s, dep.name, "o1", lo=0, hi=3)
     t2 = t1 + 4 * M
-    out["fb"] = s.fire("gpu_fb", p1, t0 + 12 * M, t1, inc=inc, peak=300)
+    out["fb"] = s.fire("gpu_fb", p1, t0 + 10 * M, t1, inc=inc, peak=300)
     s.effect("fb", p2, 0.975, 0.992, t0 + 14 * M, t2)
     s.oom(p1, t1, reason="Error", downtime_s=150)
     s.oom(p2, t2, reason="Error", downtime_s=150)
@@ -229,6 +229,38 @@ def config_oom(s: Story, dep: Deployment, t0: int, inc: Incident | None) -> dict
     out["queue"] = s.fire("queue", rest[0], t1 + 90 * NS, t2 + 8 * M, inc=inc)
     out["ttft"] = s.fire("ttft", dep, t1 + 2 * M, t2 + 9 * M, inc=inc, pods=rest)
     out["end"] = t2 + 9 * M
+    return out
+
+
+def threshold_storm(s: Story, dep: Deployment, t0: int, inc: Incident | None) -> dict:
+    """An unreviewed threshold edit (queue rule 20 -> 5) makes the busy replicas alert at once."""
+    from .rules import KINDS
+
+    cl = dep.cluster
+    name = s._style(cl, KINDS["queue"], None, None)[0]
+    t_rev = t0 + 24 * M + _j(s, dep.name, "rev", lo=-3, hi=3)
+    r = rng_for(s.key, "storm", dep.name)
+    details = {"cluster": cl.name, "namespace": dep.namespace, "alertname": name,
+               "rule_file": f"{dep.namespace}/vllm-queue.rules.yaml", "deployment": dep.name,
+               "model": dep.served_name}
+    out = {"change": s.change(
+        t0, "threshold_edit", f"prometheus-rules: lower {name} threshold 20 -> 5 for {dep.namespace}",
+        "prometheus-rules-ci", dict(details, old_threshold="20", new_threshold="5", reviewed="false",
+                                    author=s.person(2)),
+        inc=inc, root=True, dep=dep,
+        links=[{"href": f"https://git.{s.world.domain}/sre/prometheus-rules/pull/{r.randint(100, 900)}",
+                "text": "merged PR"}])}
+    for i, p in enumerate(dep.pods[:3]):
+        s.effect("waiting", p, 5, 7.5 + i, t0 - 50 * M, t_rev + 20 * M, ramp_s=600)
+        occ = s.fire("queue", p, t0 + (i * 20 - 90) * NS, t_rev, inc=inc, threshold=5, bump=False,
+                     value=7 + i)
+        occ.signal = ("waiting", [p.name], 5, "up")
+        out[f"queue{i}"] = occ
+    out["revert"] = s.change(
+        t_rev, "threshold_edit", f"prometheus-rules: revert {name} threshold 5 -> 20 for {dep.namespace}",
+        "prometheus-rules-ci", dict(details, old_threshold="5", new_threshold="20", reviewed="true",
+                                    author=s.person(0)), inc=inc, dep=dep)
+    out["end"] = t_rev
     return out
 
 
@@ -271,7 +303,7 @@ def noise_clock(s: Story, node, t0: int):
 
 def noise_kv_blip(s: Story, dep: Deployment, t0: int):
     """A lone KV-usage spike that clears by itself: same names as real trouble, no cascade."""
-    return s.fire("kv_usage", dep.pods[-1], t0, t0 + 8 * M, inc=None)
+    return s.fire("kv_usage", dep.pods[-1], t0, t0 + 13 * M, inc=None)
 
 
 def noise_gpu_temp(s: Story, dep: Deployment, t0: int):
@@ -375,10 +407,11 @@ def sc_xid(s: Story) -> None:
     t0 = s.start + 66 * M
     inc = s.incident()
     code = rng_for(s.key, "xid").choice([79, 48, 94, 79])
+    node_name = dep.pods[0].gpu.node.name
     out = xid_crash(s, dep, t0, inc, code=code, late_s=rng_for(s.key, "late").uniform(360, 540))
     first = _first(_occs(out))
     respond(s, inc, out["xid"], first, who=2, assign_to=3,
-            notes=(f"GPU on {dep.pods[0].gpu.node.name} throws Xid {code}; cordoned and drained the node",),
+            notes=(f"GPU on {node_name} throws Xid {code}; cordoned and drained the node",),
             mitigate_after=out["t_drain"] + 2 * M, resolve_after=_last_end(out) + 6 * M)
 
 
@@ -511,109 +544,133 @@ def sc_march(s: Story) -> None:
 
 
 def sc_fleet_day(s: Story) -> None:
-    """Several incidents, noise and decoys over hours in several clusters: the labelled set."""
-    w = s.world
-    c0, c1, c2, c3 = w.clusters[0], w.clusters[1], w.clusters[2], w.clusters[3]
-    r = rng_for(s.key, "fleet")
-    big = [w.deployment(c0, pods=4), w.deployment(c0, pods=3), w.deployment(c1, pods=3), w.deployment(c2, pods=4),
-           w.deployment(c3, pods=3), w.deployment(c1, pods=4), w.deployment(c2, pods=3), w.deployment(c3, pods=4),
-           w.deployment(c0, pods=3)]
-    bystander = [w.deployment(c, pods=3) for c in (c0, c1, c2, c3)]
-    t = s.start + 60 * M + int(r.uniform(0, 10)) * M
-    ack = lambda i: 150 + 60 * (i % 4)  # noqa: E731
+    """Several incidents, noise and decoys over hours in several clusters: the labelled set.
 
-    # A: fragmentation cascade on c0 (slow root rule), an unrelated job failure just before
+    The cast is fixed (so every seed keeps the hard cases); clusters, deployments, offsets,
+    rule styles and options vary with the seed."""
+    w = s.world
+    r = rng_for(s.key, "fleet")
+    c0, c1, c2, c3 = r.sample(w.clusters, 4)
+    big = [w.deployment(c0, pods=4), w.deployment(c0, pods=3), w.deployment(c1, pods=3), w.deployment(c2, pods=4),
+           w.deployment(c3, pods=4), w.deployment(c1, pods=4), w.deployment(c2, pods=3), w.deployment(c3, pods=4),
+           w.deployment(c0, pods=3), w.deployment(r.choice([c1, c2]), pods=3)]
+    bystander = [w.deployment(c, pods=3) for c in (c0, c1, c2, c3)]
+    t = s.start + 60 * M + int(r.uniform(0, 20) * M)
+
+    def at(lo: float, hi: float) -> int:
+        return t + int(r.uniform(lo, hi) * M)
+
+    def ack() -> float:
+        return r.uniform(100, 420)
+
+    # A: fragmentation cascade on c0 (slow root rule), an unrelated job failure just before it
     inc_a = s.incident()
-    noise_job_failed(s, big[0], t + 3 * M)
-    a = frag_oom(s, big[0], t, inc_a, slow=True)
+    noise_job_failed(s, big[0], t + int(r.uniform(1, 5) * M))
+    a = frag_oom(s, big[0], t, inc_a, slow=True, fb_alert=r.random() < 0.7, bad=r.randrange(4))
     fa = _first(_occs(a))
-    respond(s, inc_a, a["frag"], fa, who=0, ack_s=ack(0), assign_to=1, severity="critical",
+    respond(s, inc_a, a["frag"], fa, who=0, ack_s=ack(), assign_to=1, severity="critical",
             notes=("OOM on one replica, the others queue; KV cache full before the OOM",),
             mitigate_after=a["t_fix"] + 2 * M, resolve_after=_last_end(a) + 6 * M)
-    s.act("degrade", fa, at=a["t_oom"] + 10 * M, by=s.person(1), level="L2")
+    s.act("degrade", fa, at=a["t_oom"] + int(r.uniform(6, 12) * M), by=s.person(1), level=r.choice(["L2", "L3"]))
 
     # B: preemption cascade on another model in the same cluster, overlapping A
     inc_b = s.incident()
-    b = preemption_itl(s, big[1], t + 14 * M, inc_b)
+    b = preemption_itl(s, big[1], at(8, 20), inc_b)
     fb_ = _first(_occs(b))
-    respond(s, inc_b, b["preempt"], fb_, who=2, ack_s=ack(1), resolve_after=_last_end(b) + 4 * M)
-    # the on-call first lumps B's TPOT alert into A's incident, then splits it out again
-    s.act("note", fb_, after_s=ack(1) + 200, by=s.person(2),
+    respond(s, inc_b, b["preempt"], fb_, who=2, ack_s=ack(), resolve_after=_last_end(b) + 4 * M)
+    s.act("note", fb_, after_s=ack() + 200, by=s.person(2),
           text="TPOT breach is on a different model than the OOM; not the same incident")
     s.act("split", b["tpot"], after_s=120, by=s.person(2), alerts=[b["tpot"]])
 
-    # C: GPU Xid cascade in c1, at the same time as A (different cluster), its cause delivered late
+    # C: GPU Xid cascade in c1 while A runs (another cluster); its cause is delivered late
     inc_c = s.incident()
-    c = xid_crash(s, big[2], t + 9 * M, inc_c, code=r.choice([79, 48, 94]), late_s=r.uniform(420, 600))
+    c = xid_crash(s, big[2], at(-5, 15), inc_c, code=r.choice([79, 48, 94, 95]), late_s=r.uniform(360, 600))
     fc = _first(_occs(c))
-    respond(s, inc_c, c["xid"], fc, who=3, ack_s=ack(2), notes=("drained the node with the failing GPU",),
+    respond(s, inc_c, c["xid"], fc, who=3, ack_s=ack(), notes=("drained the node with the failing GPU",),
             mitigate_after=c["t_drain"] + 2 * M, resolve_after=_last_end(c) + 5 * M)
-    s.act("merge", c["crash"], after_s=300, by=s.person(3), into=c["ttft"])
+    s.act("merge", c["crash"], after_s=240, by=s.person(3), into=c["ttft"])
 
-    # D: a rollout in c2 as root, with a decoy rollout of another deployment just before
+    # D: a rollout in c2 as root, with a decoy rollout of a bystander just before it
     inc_d = s.incident()
-    t_d = t + 75 * M
-    _decoy_rollout(s, bystander[2], t_d - 7 * M)
+    t_d = at(60, 95)
+    _decoy_rollout(s, bystander[2], t_d - int(r.uniform(4, 12) * M))
     d = rollout_crash(s, big[3], t_d, inc_d)
     fd = _first(_occs(d))
-    respond(s, inc_d, d["change"], fd, who=4, ack_s=ack(3), notes=("new vLLM image crash-loops; rolled back",),
+    respond(s, inc_d, d["change"], fd, who=4, ack_s=ack(), notes=("new vLLM image crash-loops; rolled back",),
             resolve_after=_last_end(d) + 5 * M)
 
-    # E: hot instance in c3 (slow skew rule fires last)
+    # E: hot instance in c3 (the skew rule is slow in most seeds and fires last)
     inc_e = s.incident()
-    e = hot_instance(s, big[4], t + 40 * M, inc_e, slow=True)
+    e = hot_instance(s, big[4], at(30, 55), inc_e, slow=r.random() < 0.75, idx=r.randrange(4))
     fe = _first(_occs(e))
-    respond(s, inc_e, e["hot"], fe, who=5, ack_s=ack(4), resolve_after=_last_end(e) + 3 * M)
+    respond(s, inc_e, e["hot"], fe, who=5, ack_s=ack(), resolve_after=_last_end(e) + 3 * M)
 
     # F: numeric trouble in c1, later in the day
     inc_f = s.incident()
-    f = numeric(s, big[5], t + 150 * M, inc_f, corrupt_metric=r.random() < 0.5)
+    f = numeric(s, big[5], at(135, 165), inc_f, corrupt_metric=r.random() < 0.5, idx=r.randrange(4))
     ff = _first(_occs(f))
-    respond(s, inc_f, f["rep"], ff, who=0, ack_s=ack(5), severity="critical",
+    respond(s, inc_f, f["rep"], ff, who=0, ack_s=ack(), severity="critical",
             mitigate_after=f["end"] - 3 * M, resolve_after=_last_end(f) + 4 * M)
 
     # G: ghost requests in c2
     inc_g = s.incident()
-    g = ghost_requests(s, big[6], t + 190 * M, inc_g)
+    g = ghost_requests(s, big[6], at(175, 210), inc_g)
     fg = _first(_occs(g))
-    respond(s, inc_g, g["dc"], fg, who=1, ack_s=ack(6), resolve_after=_last_end(g) + 3 * M)
+    respond(s, inc_g, g["dc"], fg, who=1, ack_s=ack(), resolve_after=_last_end(g) + 3 * M)
 
-    # H: speculative decoding in c3
+    # H: speculative decoding in c3 (acceptance rule has a 10m window: fires after the TPOT breach)
     inc_h = s.incident()
-    h = spec_decode(s, big[7], t + 120 * M, inc_h)
+    h = spec_decode(s, big[7], at(105, 135), inc_h)
     fh = _first(_occs(h))
-    respond(s, inc_h, h["spec"], fh, who=2, ack_s=ack(7), resolve_after=_last_end(h) + 3 * M)
+    respond(s, inc_h, h["spec"], fh, who=2, ack_s=ack(), resolve_after=_last_end(h) + 3 * M)
     s.act("degrade", fh, at=h["end"] - 8 * M, by=s.person(2), level="L1")
 
-    # I: config change -> CUDA OOM in c0 (another model than A), with a decoy threshold edit
+    # I: config change -> CUDA OOM in c0 (another model than A), with a reviewed threshold-edit decoy
     inc_i = s.incident()
-    i_ = config_oom(s, big[8], t + 210 * M, inc_i)
+    i_ = config_oom(s, big[8], at(195, 230), inc_i)
     fi = _first(_occs(i_))
-    respond(s, inc_i, i_["oom1"], fi, who=3, ack_s=ack(8), resolve_after=_last_end(i_) + 4 * M)
-    _decoy_rollout(s, bystander[0], t + 95 * M, kind="threshold_edit")
+    respond(s, inc_i, i_["oom1"], fi, who=3, ack_s=ack(), resolve_after=_last_end(i_) + 4 * M)
+    _decoy_rollout(s, bystander[0], at(80, 110), kind="threshold_edit")
 
-    # J: recurrence of A on the same deployment, well after A was resolved: a new incident.
+    # J: recurrence of A on the same deployment, an hour+ after A ended: a new incident
     inc_j = s.incident()
-    t_j = max(_last_end(a) + 70 * M, t + 170 * M)
-    j = frag_oom(s, big[0], t_j, inc_j, slow=False, fb_alert=False, crash_minutes=16)
+    t_j = max(_last_end(a) + int(r.uniform(60, 90) * M), t + 160 * M)
+    j = frag_oom(s, big[0], t_j, inc_j, slow=r.random() < 0.5, fb_alert=False, crash_minutes=16,
+                 bad=a["bad"] if r.random() < 0.7 else (a["bad"] + 1) % 4)
     fj = _first(_occs(j))
-    respond(s, inc_j, j["frag"], fj, who=4, ack_s=ack(9),
+    respond(s, inc_j, j["frag"], fj, who=4, ack_s=ack(),
             notes=("same pool as this morning; fragmentation again",), resolve_after=_last_end(j) + 5 * M)
-    # the on-call resolves too early while the TTFT breach is still open, then reopens
-    s.act("resolve", fj, at=j["t_fix"] + 60 * NS, by=s.person(4))
+    s.act("resolve", fj, at=j["t_fix"] + 60 * NS, by=s.person(4))  # too early: the TTFT breach is still open
     s.act("reopen", j["ttft"], at=j["t_fix"] + 3 * M, by=s.person(4))
 
+    # K: an unreviewed threshold edit as root: the queue rule now fires on every busy replica
+    inc_k = s.incident()
+    k = threshold_storm(s, big[9], at(120, 250), inc_k)
+    respond(s, inc_k, k["change"], k["queue0"], who=5, ack_s=ack(),
+            notes=("alert storm right after the rules PR; reverting the threshold",),
+            resolve_after=k["end"] + 6 * M)
+
     # noise and decoys
-    n1 = noise_disk_flap(s, c1.nodes[-1], t - 20 * M, flaps=3)
-    noise_cert(s, c3, t + 30 * M)
-    noise_cpu_throttle(s, bystander[1], t + 100 * M)
-    noise_clock(s, c2.nodes[-2], t + 140 * M)
-    blip = noise_kv_blip(s, bystander[3], t + 60 * M)
-    noise_gpu_temp(s, bystander[0], t + 250 * M)
-    _decoy_rollout(s, bystander[1], t + 160 * M)
-    _decoy_rollout(s, bystander[3], t + 200 * M)
+    n1 = noise_disk_flap(s, c1.nodes[-1], at(-25, -10), flaps=r.choice([3, 4]))
+    noise_cert(s, c3, at(20, 60))
+    noise_cpu_throttle(s, bystander[1], at(90, 130))
+    noise_clock(s, c2.nodes[-2], at(120, 170))
+    blip = noise_kv_blip(s, bystander[3], at(45, 80))
+    noise_gpu_temp(s, bystander[0], at(220, 270))
+    _decoy_rollout(s, bystander[1], at(140, 180))
+    _decoy_rollout(s, bystander[3], at(180, 230))
     s.act("false_positive", blip, after_s=120, by=s.person(5))
     s.act("exclude_alert", n1[0], after_s=100, by=s.person(3))
+
+
+def sc_threshold_storm(s: Story) -> None:
+    cl = s.world.clusters[0]
+    dep = s.world.deployment(cl, pods=4)
+    t0 = s.start + 61 * M
+    inc = s.incident()
+    out = threshold_storm(s, dep, t0, inc)
+    respond(s, inc, out["change"], out["queue0"], who=1, notes=("alert storm right after the rules PR",),
+            resolve_after=out["end"] + 5 * M)
 
 
 SCENARIOS: dict[str, tuple[Callable[[Story], None], dict, str]] = {
@@ -629,10 +686,12 @@ SCENARIOS: dict[str, tuple[Callable[[Story], None], dict, str]] = {
     "rollout-crashloop": (sc_rollout, {}, "rollout (root) -> crash loop, replicas mismatch, queueing, TTFT; "
                                           "plus a decoy rollout"),
     "config-oom": (sc_config, {}, "config change (root) -> GPU memory -> CUDA OOM -> queueing -> TTFT"),
+    "threshold-storm": (sc_threshold_storm, {}, "unreviewed threshold edit (root) -> queue alerts on every busy "
+                                                "replica -> revert"),
     "march-oom": (sc_march, {"step_s": 15}, "the March incident: unreviewed threshold edit, GPU memory > 85%, "
                                             "fragmentation alert judged false positive, OOMs, degradation"),
     "fleet-day": (sc_fleet_day, {"clusters": 4, "per_scope_windows": True, "sparse_s": 180},
-                  "labelled set: 10 incidents over ~5 h in 4 clusters, overlaps, recurrence, noise, decoys"),
+                  "labelled set: 11 incidents over ~5 h in 4 clusters, overlaps, recurrence, noise, decoys"),
 }
 
 

@@ -118,11 +118,14 @@ class Story:
     # -- rule choice ---------------------------------------------------------------------------
     def _style(self, cluster, kind: Kind, labelled: bool | None, name_idx: int | None) -> tuple[str, dict]:
         key = kind.name
-        if key not in cluster.style:
-            r = rng_for(self.key, "style", cluster.name, key)
-            plain_only = kind.runbook == "kube-prometheus"
-            lab = r.random() < (0.3 if plain_only else 0.5)
-            cluster.style[key] = (lab, r.randrange(100), r.randrange(100), r.randrange(100))
+        if not cluster.style:
+            # a cluster's rule packs: about half of its kinds come from the labelled platform pack
+            r = rng_for(self.key, "style", cluster.name)
+            names = sorted(KINDS)
+            r.shuffle(names)
+            flip = r.random() < 0.5
+            for i, name in enumerate(names):
+                cluster.style[name] = ((i % 2 == 0) != flip, r.randrange(100), r.randrange(100), r.randrange(100))
         lab, ni, li, mi = cluster.style[key]
         if labelled is not None:
             lab = labelled
@@ -145,7 +148,10 @@ class Story:
              root: bool = False, slow: bool = False, peak: float | None = None, delay_s: float = 0,
              pods: list[Pod] | None = None, value: float | None = None, labelled: bool | None = None,
              name_idx: int | None = None, bump: bool = True, labels: dict[str, str] | None = None,
-             severity: str | None = None) -> am.Occurrence:
+             severity: str | None = None, threshold: float | None = None) -> am.Occurrence:
+        """One alert occurrence of rule `kind_name` on `target`: the watched condition holds from
+        `cross` to `until` (None: still firing at the end); startsAt and endsAt follow the rule's
+        lag, `for` and eval ticks. `threshold` overrides the rule's (after a threshold edit)."""
         kind = KINDS[kind_name]
         expr: Expr = kind.slow if (slow and kind.slow) else kind.fast
         dep, pod, gpu, node = _resolve(target)
@@ -172,6 +178,10 @@ class Story:
         shown = value if value is not None else pk
         annotations = self._annotations(kind, expr, name, alert_labels, shown, cluster)
         promql = expr.promql
+        if threshold is not None and kind.threshold is not None:
+            promql = promql.replace(f" {_num(kind.threshold)}", f" {_num(threshold)}")
+            annotations["description"] = annotations["description"].replace(
+                f" {_num(kind.threshold)} ", f" {_num(threshold)} ")
         fp = am_fingerprint(alert_labels)
         self._seq += 1
         arrival = starts + rng_for(self.key, "arr", fp, starts).randint(20, 900) * 1_000_000 + int(delay_s * NS)
@@ -183,7 +193,7 @@ class Story:
         if dep is not None:
             self.touch(dep, starts, ends or starts)
         if signal and bump:
-            self._bump(kind, signal, dep, pod, gpu, node, pods, cross, until, pk, occ)
+            self._bump(kind, signal, dep, pod, gpu, node, pods, cross, until, pk, occ, threshold)
         self.occs.append(occ)
         self._place(occ, inc, root)
         return occ
@@ -234,9 +244,9 @@ class Story:
         return ann
 
     def _bump(self, kind: Kind, signal: str, dep, pod, gpu, node, pods, cross: int, until: int | None, peak: float,
-              occ: am.Occurrence) -> None:
+              occ: am.Occurrence, threshold: float | None = None) -> None:
         until = until if until is not None else cross + 24 * 60 * MINUTE
-        thr = kind.threshold
+        thr = kind.threshold if threshold is None else threshold
         direction = kind.direction
         keys: list[str]
         if signal == "fbfree":
@@ -352,6 +362,11 @@ class Story:
         for d in deliveries:
             for a in d.body["alerts"]:
                 first_seen.setdefault((a["fingerprint"], a["startsAt"]), d.at)
+        self.first_firing: dict[tuple[str, str], int] = {}
+        for d in deliveries:
+            for a in d.body["alerts"]:
+                if a["status"] == "firing":
+                    self.first_firing.setdefault((a["fingerprint"], a["startsAt"]), d.at)
         delivered = {o.key for o in self.occs if o.key in first_seen}
         files = {"alerts.jsonl": "".join(am.dumps_go(d.body) + "\n" for d in deliveries)}
         changes = sorted(self.changes, key=lambda c: (c.at, c.seq))
@@ -398,7 +413,14 @@ class Story:
                 at = base + int((it.after_s or 0) * NS)
             at -= at % 1_000_000
             if it.action in RETARGETABLE and isinstance(occ, am.Occurrence):
-                occ = self._firing_member(occ, at, first_seen)
+                occ, at = self._firing_member(occ, at, first_seen, it.action in ("resolve", "mitigate"))
+            elif isinstance(occ, am.Occurrence) and occ.ends is not None and at >= occ.ends:
+                # a judgement on one alert is made while it still fires, or not at all
+                seen = self.first_firing.get(occ.key)
+                if seen is None or seen + 20 * NS >= occ.ends:
+                    continue
+                at = seen + 20 * NS
+                at -= at % 1_000_000
             row = {"at": go_time(at), "by": it.by, "action": it.action}
             row.update(self._ref(occ))
             for k, v in it.fields.items():
@@ -414,26 +436,35 @@ class Story:
         rows.sort(key=lambda r: (r[0], r[1]))
         return "".join(json.dumps(r, ensure_ascii=False) + "\n" for _, _, r in rows)
 
-    def _firing_member(self, occ: am.Occurrence, at: int, first_seen: dict) -> am.Occurrence:
-        """The occurrence an incident-level action names: one of the incident's alerts that is
-        delivered and firing at `at` (the intended one, else the root, else the earliest)."""
-        def firing(o) -> bool:
-            return (isinstance(o, am.Occurrence) and o.key in first_seen and first_seen[o.key] <= at
-                    and (o.ends is None or o.ends > at))
+    def _firing_member(self, occ: am.Occurrence, at: int, first_seen: dict,
+                       closing: bool) -> tuple[am.Occurrence, int]:
+        """The occurrence an incident-level action names, and when: one of the incident's alerts
+        delivered and firing at `at` (the intended one, else the root, else the earliest); when
+        none fires yet, the responder acts just after the next one shows up."""
+        def firing(o, t: int) -> bool:
+            seen = self.first_firing.get(o.key) if isinstance(o, am.Occurrence) else None
+            return seen is not None and seen <= t and (o.ends is None or o.ends > t)
 
-        if firing(occ):
-            return occ
+        if firing(occ, at):
+            return occ, at
         inc = next((i for i in self.incidents if occ in i.members), None)
         if inc is None:
-            return occ
-        if firing(inc.root):
-            return inc.root
-        live = sorted((m for m in inc.members if firing(m)), key=lambda m: (m.starts, m.seq))
+            return occ, at
+        if firing(inc.root, at):
+            return inc.root, at
+        alerts = [m for m in inc.members if isinstance(m, am.Occurrence)]
+        live = sorted((m for m in alerts if firing(m, at)), key=lambda m: (m.starts, m.seq))
         if live:
-            return live[0]
-        done = [m for m in inc.members if isinstance(m, am.Occurrence) and m.key in first_seen
-                and first_seen[m.key] <= at]
-        return max(done, key=lambda m: (m.ends or m.starts, m.seq)) if done else occ
+            return live[0], at
+        if not closing:
+            upcoming = sorted((self.first_firing[m.key], m.seq, m) for m in alerts
+                              if m.key in self.first_firing and self.first_firing[m.key] > at)
+            for seen, _, m in upcoming:
+                later = seen + 15 * NS
+                if m.ends is None or m.ends > later:
+                    return m, later - later % 1_000_000
+        done = [m for m in alerts if m.key in first_seen and first_seen[m.key] <= at]
+        return (max(done, key=lambda m: (m.ends or m.starts, m.seq)), at) if done else (occ, at)
 
     def _metrics(self) -> str:
         times = [o.starts for o in self.occs]
@@ -469,6 +500,10 @@ class Story:
                 fh.write(text)
             sizes[name] = len(text.encode())
         return sizes
+
+
+def _num(value: float) -> str:
+    return str(int(value)) if value == int(value) else repr(value)
 
 
 class _SafeDict(dict):

@@ -1,10 +1,13 @@
+"""JSON shapes of the contract. Incident shapes are built from rows a selector loaded in bulk."""
+from __future__ import annotations
+
 from rest_framework import serializers
 
-from incidents.models import Alert
+from incidents.models import Alert, Incident
 
 
 class AlertSerializer(serializers.ModelSerializer):
-    incident = serializers.SerializerMethodField()
+    incident = serializers.IntegerField(source="incident_id", allow_null=True, read_only=True)
 
     class Meta:
         model = Alert
@@ -13,5 +16,95 @@ class AlertSerializer(serializers.ModelSerializer):
             "layer", "failure_mode", "incident", "false_positive", "kind",
         ]
 
-    def get_incident(self, alert: Alert) -> int | None:
-        return None  # filled in by correlation, which arrives with the incidents issue
+
+class RootCauseSerializer(serializers.Serializer):
+    alert_id = serializers.IntegerField()
+    alertname = serializers.CharField()
+    layer = serializers.CharField(allow_null=True)
+    failure_mode = serializers.CharField(allow_null=True)
+    confidence = serializers.FloatField()
+    explanation = serializers.CharField()
+
+
+class ChainLinkSerializer(serializers.Serializer):
+    alert_id = serializers.IntegerField()
+    alertname = serializers.CharField()
+    layer = serializers.CharField(allow_null=True)
+    failure_mode = serializers.CharField(allow_null=True)
+    started_at = serializers.DateTimeField()
+
+
+class IncidentSerializer(serializers.ModelSerializer):
+    alert_count = serializers.IntegerField(read_only=True)
+    root_cause = serializers.SerializerMethodField()
+    chain = serializers.SerializerMethodField()
+    assignee = serializers.CharField(source="assignee.username", default=None, read_only=True)
+
+    class Meta:
+        model = Incident
+        fields = [
+            "id", "title", "status", "severity", "started_at", "acknowledged_at", "mitigated_at", "resolved_at",
+            "alert_count", "failure_modes", "layers", "scope", "root_cause", "chain", "assignee", "degradation",
+        ]
+
+    def get_root_cause(self, incident: Incident) -> RootCauseSerializer | None:
+        root = incident.root_alert
+        if root is None:
+            return None
+        return {
+            "alert_id": root.pk, "alertname": root.alertname, "layer": root.layer, "failure_mode": root.failure_mode,
+            "confidence": incident.root_confidence, "explanation": incident.root_explanation,
+        }
+
+    def get_chain(self, incident: Incident) -> ChainLinkSerializer(many=True):
+        alerts = self.context["chain_alerts"]
+        return [
+            {"alert_id": alert.pk, "alertname": alert.alertname, "layer": alert.layer, "failure_mode": alert.failure_mode,
+             "started_at": serializers.DateTimeField().to_representation(alert.starts_at)}
+            for alert in (alerts.get(alert_id) for alert_id in incident.chain) if alert is not None
+        ]
+
+
+class EdgeSerializer(serializers.Serializer):
+    cause_alert_id = serializers.IntegerField(source="cause_id")
+    effect_alert_id = serializers.IntegerField(source="effect_id")
+    rule = serializers.CharField()
+    lag_seconds = serializers.FloatField()
+
+
+class CandidateSerializer(serializers.Serializer):
+    alert_id = serializers.IntegerField()
+    confidence = serializers.FloatField()
+    explanation = serializers.CharField()
+
+
+class DurationsSerializer(serializers.Serializer):
+    detect_s = serializers.FloatField(allow_null=True)
+    acknowledge_s = serializers.FloatField(allow_null=True)
+    mitigate_s = serializers.FloatField(allow_null=True)
+    resolve_s = serializers.FloatField(allow_null=True)
+
+
+class IncidentDetailSerializer(IncidentSerializer):
+    alerts = AlertSerializer(many=True, read_only=True)
+    edges = EdgeSerializer(many=True, read_only=True)
+    root_candidates = CandidateSerializer(many=True, read_only=True)
+    durations = serializers.SerializerMethodField()
+
+    class Meta(IncidentSerializer.Meta):
+        fields = IncidentSerializer.Meta.fields + ["alerts", "edges", "root_candidates", "durations"]
+
+    def get_durations(self, incident: Incident) -> DurationsSerializer:
+        return incident_durations(incident)
+
+
+def incident_durations(incident: Incident) -> dict[str, float | None]:
+    def since_start(moment):
+        return round((moment - incident.started_at).total_seconds(), 3) if moment else None
+
+    return {
+        "detect_s": getattr(incident, "detect_s", 0.0),
+        "acknowledge_s": since_start(incident.acknowledged_at),
+        "mitigate_s": since_start(incident.mitigated_at),
+        "resolve_s": since_start(incident.resolved_at),
+    }

@@ -2,10 +2,15 @@ from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
 from rest_framework import generics
-from rest_framework.exceptions import ValidationError
+from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
 
-from incidents.api.serializers import AlertSerializer
-from incidents.models import Alert
+from incidents import selectors
+from incidents.actions import INCIDENT_ACTIONS, ActionError, incident_act
+from incidents.api.serializers import AlertSerializer, IncidentDetailSerializer, IncidentSerializer
+from incidents.models import Alert, Incident
 
 
 @extend_schema(
@@ -37,3 +42,65 @@ class AlertList(generics.ListAPIView):
                 raise ValidationError({"label": f"expected KEY:VALUE, got {label!r}"})
             alerts = alerts.with_label(key, value)
         return alerts
+
+
+@extend_schema(parameters=[
+    OpenApiParameter("status", OpenApiTypes.STR, enum=["open", "resolved", "all"], description="default open: everything not resolved"),
+    OpenApiParameter("page_size", OpenApiTypes.INT, description="up to 500"),
+])
+class IncidentList(generics.ListAPIView):
+    """Incidents, newest first, each with its root cause and its chain (cause before effect)."""
+
+    serializer_class = IncidentSerializer
+
+    def get_queryset(self):
+        status = self.request.query_params.get("status", "open")
+        if status not in ("open", "resolved", "all"):
+            raise ValidationError({"status": f"expected open, resolved or all, got {status!r}"})
+        return selectors.incidents_list(status=status)
+
+    def list(self, request: Request, *args, **kwargs) -> Response:
+        page = self.paginate_queryset(self.get_queryset())
+        context = {**self.get_serializer_context(), "chain_alerts": selectors.chain_alerts(page)}
+        return self.get_paginated_response(IncidentSerializer(page, many=True, context=context).data)
+
+
+def incident_or_404(incident_id: int):
+    incident = selectors.incident_detail(incident_id)
+    if incident is None:
+        raise NotFound(f"no incident {incident_id}")
+    return incident
+
+
+def incident_payload(request: Request, incident_id: int) -> dict:
+    incident = incident_or_404(incident_id)
+    context = {"request": request, "chain_alerts": {alert.pk: alert for alert in incident.alerts.all()}}
+    return IncidentDetailSerializer(incident, context=context).data
+
+
+class IncidentDetail(APIView):
+    """One incident with its alerts, edges, ranked root candidates and durations."""
+
+    @extend_schema(responses=IncidentDetailSerializer)
+    def get(self, request: Request, incident_id: int) -> Response:
+        return Response(incident_payload(request, incident_id))
+
+
+class IncidentActions(APIView):
+    """Act on an incident: {"action": ..., "at"?: RFC 3339, ...}; every action is recorded with who and when."""
+
+    @extend_schema(
+        request={"application/json": {"type": "object", "properties": {"action": {"type": "string", "enum": list(INCIDENT_ACTIONS)}}}},
+        responses={200: IncidentDetailSerializer, 202: IncidentDetailSerializer},
+    )
+    def post(self, request: Request, incident_id: int) -> Response:
+        incident = Incident.objects.filter(pk=incident_id).first()
+        if incident is None:
+            raise NotFound(f"no incident {incident_id}")
+        try:
+            outcome = incident_act(incident=incident, user=request.user, body=request.data)
+        except ActionError as exc:
+            return Response({"error": exc.message}, status=exc.status)
+        if outcome.split:
+            return Response({"incidents": [incident_payload(request, item.pk) for item in outcome.incidents]}, status=outcome.status)
+        return Response(incident_payload(request, outcome.incidents[0].pk), status=outcome.status)

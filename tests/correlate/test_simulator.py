@@ -19,6 +19,7 @@ from correlate.simulator.__main__ import main as cli_main
 from correlate.simulator.core import am_fingerprint
 
 START = "2026-03-14T00:00:00Z"
+SEED = int(os.environ.get("SIMULATOR_SEED", "1"))
 SCENARIOS = simulator.scenario_names()
 RFC3339 = re.compile(r"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d{1,9})?Z$")
 
@@ -28,7 +29,7 @@ def runs(tmp_path_factory) -> dict[str, Path]:
     out = {}
     for name in SCENARIOS:
         d = tmp_path_factory.mktemp(name)
-        simulator.simulate(name, START, 1, str(d))
+        simulator.simulate(name, START, SEED, str(d))
         out[name] = d
     return out
 

@@ -3,6 +3,7 @@ alerts start), the March timeline holds, and the labelled set is as hard as the 
 from __future__ import annotations
 
 import json
+import os
 import re
 from collections import Counter, defaultdict
 from datetime import datetime, timezone
@@ -14,6 +15,7 @@ from correlate.simulator.core import HOUR, MINUTE, NS, day_start, parse_start
 from correlate.simulator.scenarios import build
 
 START = "2026-03-14T00:00:00Z"
+SEED = int(os.environ.get("SIMULATOR_SEED", "1"))
 LINE = re.compile(r'^([^{ ]+)\{(.*)\} (\S+) (\S+)$')
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
 GAUGES = {"kv": "vllm:kv_cache_usage_perc", "frag": "llm_kv_cache_fragmentation_ratio",
@@ -47,7 +49,7 @@ def _at_or_before(points: list[tuple[float, float]], ts: float) -> float | None:
 def stories():
     out = {}
     for name in scenario_names():
-        story = build(name, parse_start(START), 1)
+        story = build(name, parse_start(START), SEED)
         files = story.build()
         out[name] = (story, files)
     return out

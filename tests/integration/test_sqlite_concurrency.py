@@ -44,7 +44,7 @@ def test_parallel_deliveries_on_sqlite_all_succeed_and_are_all_stored(tmp_path: 
             session.headers["Authorization"] = f"Bearer {created['token']}"
             codes = []
             for n in range(25):
-                alerts = [{"labels": {"alertname": "VLLMKVCacheHigh", "pod": f"vllm-{sender}-{n}-{k}"}, "status": "firing",
+                alerts = [{"labels": {"alertname": "VLLMKVCacheHigh", "pod": f"vllm-{sender}-{n}-{k}", "cluster": f"c{sender}"}, "status": "firing",
                            "startsAt": "2026-11-29T01:00:00Z"} for k in range(5)]
                 codes.append(session.post(url, data=json.dumps({"version": "4", "alerts": alerts}), timeout=30).status_code)
             return codes

@@ -1,0 +1,277 @@
+"""What people do to incidents. The API endpoint, `import_actions` and the pages all call
+`incident_act`, which checks the role, the body and the state, records the action with who and
+when, and for grouping decisions (merge, split, exclude, false positive) stores the decision and
+re-runs correlation, which never undoes it."""
+from __future__ import annotations
+
+import hashlib
+import json
+from dataclasses import dataclass
+from datetime import datetime
+from typing import Any
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone
+
+from incidents.correlation import correlation_run
+from incidents.ingest.common import FieldError, parse_time
+from incidents.models import Alert, Decision, Incident, IncidentAction
+
+ROLE_RANK = {"viewer": 0, "responder": 1, "author": 2, "admin": 3}
+INCIDENT_ACTIONS = (
+    "acknowledge", "assign", "note", "severity", "resolve", "reopen", "mitigate", "merge", "split",
+    "exclude_alert", "false_positive", "degrade", "refresh_evidence",
+)
+MAX_NOTE = 20_000
+
+
+class ActionError(Exception):
+    """The action cannot be taken; `status` is the HTTP answer (400 body, 403 role, 409 state)."""
+
+    def __init__(self, status: int, message: str) -> None:
+        super().__init__(message)
+        self.status = status
+        self.message = message
+
+
+@dataclass(frozen=True)
+class Outcome:
+    status: int
+    incidents: list[Incident]
+    split: bool = False
+
+
+def role_of(user: AbstractBaseUser) -> str:
+    """Roles are Django groups and rank viewer < responder < author < admin: each can do what the
+    ones before it can. A superuser is an admin; a user in no group is a viewer."""
+    if getattr(user, "is_superuser", False):
+        return "admin"
+    names = set(user.groups.values_list("name", flat=True)) if user.pk else set()
+    return max(names & set(ROLE_RANK), key=ROLE_RANK.__getitem__, default="viewer")
+
+
+def require_role(user: AbstractBaseUser, role: str) -> None:
+    if ROLE_RANK[role_of(user)] < ROLE_RANK[role]:
+        raise ActionError(403, f"this needs the {role} role; {user.get_username() or 'you'} is a {role_of(user)}")
+
+
+def incident_act(*, incident: Incident, user: AbstractBaseUser, body: Any, replay_key: str | None = None) -> Outcome:
+    require_role(user, "responder")
+    if not isinstance(body, dict):
+        raise ActionError(400, "body: expected a JSON object with an 'action'")
+    action = body.get("action")
+    if action not in INCIDENT_ACTIONS:
+        raise ActionError(400, f"action: expected one of {', '.join(INCIDENT_ACTIONS)}, got {str(action)[:40]!r}")
+    at = action_time(body)
+    if replay_key and IncidentAction.objects.filter(replay_key=replay_key).exists():
+        return Outcome(200, [incident])
+    if incident.merged_into_id and action != "note":
+        raise ActionError(409, f"incident {incident.pk} was merged into {incident.merged_into_id}; act on that one")
+    handler = HANDLERS[action]
+    with transaction.atomic():
+        incident = Incident.objects.select_for_update().get(pk=incident.pk)
+        return handler(incident=incident, user=user, body=body, at=at, replay_key=replay_key)
+
+
+def action_time(body: dict) -> datetime:
+    if body.get("at") in (None, ""):
+        return timezone.now()
+    try:
+        moment = parse_time(body["at"], "at")
+    except FieldError as exc:
+        raise ActionError(400, str(exc)) from None
+    if moment is None:
+        raise ActionError(400, "at: zero time")
+    return moment
+
+
+def record(incident: Incident, user, action: str, at: datetime, body: dict, replay_key: str | None, alert: Alert | None = None) -> IncidentAction:
+    stored = {key: value for key, value in body.items() if key not in ("action", "at")}
+    return IncidentAction.objects.create(
+        incident=incident, action=action, by=user if user.pk else None, at=at, body=stored, alert=alert, replay_key=replay_key
+    )
+
+
+def save(incident: Incident, **values: Any) -> None:
+    for name, value in values.items():
+        setattr(incident, name, value)
+    incident.save(update_fields=[*values, "updated_at"])
+
+
+# Status ----------------------------------------------------------------------------------
+
+
+def acknowledge(*, incident, user, body, at, replay_key) -> Outcome:
+    if incident.status != Incident.Status.OPEN:
+        raise ActionError(409, f"incident {incident.pk} is {incident.status}; only an open incident can be acknowledged")
+    save(incident, status=Incident.Status.ACKNOWLEDGED, acknowledged_at=at)
+    record(incident, user, "acknowledge", at, body, replay_key)
+    return Outcome(200, [incident])
+
+
+def mitigate(*, incident, user, body, at, replay_key) -> Outcome:
+    if incident.status in (Incident.Status.MITIGATED, Incident.Status.RESOLVED):
+        raise ActionError(409, f"incident {incident.pk} is already {incident.status}")
+    save(incident, status=Incident.Status.MITIGATED, mitigated_at=at, acknowledged_at=incident.acknowledged_at or at)
+    record(incident, user, "mitigate", at, body, replay_key)
+    return Outcome(200, [incident])
+
+
+def resolve(*, incident, user, body, at, replay_key) -> Outcome:
+    if incident.status == Incident.Status.RESOLVED:
+        raise ActionError(409, f"incident {incident.pk} is already resolved")
+    save(incident, status=Incident.Status.RESOLVED, resolved_at=at, resolved_by_human=True, reopened_by_human=False)
+    record(incident, user, "resolve", at, body, replay_key)
+    return Outcome(200, [incident])
+
+
+def reopen(*, incident, user, body, at, replay_key) -> Outcome:
+    if incident.status != Incident.Status.RESOLVED:
+        raise ActionError(409, f"incident {incident.pk} is {incident.status}; only a resolved incident can be reopened")
+    status = Incident.Status.ACKNOWLEDGED if incident.acknowledged_at else Incident.Status.OPEN
+    save(incident, status=status, resolved_at=None, resolved_by_human=False, reopened_by_human=True)
+    record(incident, user, "reopen", at, body, replay_key)
+    return Outcome(200, [incident])
+
+
+# Attributes ------------------------------------------------------------------------------
+
+
+def assign(*, incident, user, body, at, replay_key) -> Outcome:
+    username = body.get("username")
+    if not isinstance(username, str) or not username:
+        raise ActionError(400, "username: expected the username of the assignee")
+    assignee = get_user_model().objects.filter(username=username).first()
+    if assignee is None:
+        raise ActionError(400, f"username: no user {username[:150]!r}")
+    save(incident, assignee=assignee)
+    record(incident, user, "assign", at, body, replay_key)
+    return Outcome(200, [incident])
+
+
+def note(*, incident, user, body, at, replay_key) -> Outcome:
+    text = body.get("text")
+    if not isinstance(text, str) or not text.strip():
+        raise ActionError(400, "text: expected the note's text")
+    if len(text) > MAX_NOTE or "\x00" in text:
+        raise ActionError(400, f"text: at most {MAX_NOTE} characters, without NUL")
+    record(incident, user, "note", at, {"text": text}, replay_key)
+    return Outcome(200, [incident])
+
+
+def severity(*, incident, user, body, at, replay_key) -> Outcome:
+    level = body.get("level")
+    if level not in Incident.Severity.values:
+        raise ActionError(400, f"level: expected one of {', '.join(Incident.Severity.values)}")
+    save(incident, severity=level, severity_by_human=True)
+    record(incident, user, "severity", at, body, replay_key)
+    return Outcome(200, [incident])
+
+
+def degrade(*, incident, user, body, at, replay_key) -> Outcome:
+    level = body.get("level")
+    if level not in Incident.Degradation.values:
+        raise ActionError(400, f"level: expected one of {', '.join(Incident.Degradation.values)}")
+    save(incident, degradation=level)
+    record(incident, user, "degrade", at, body, replay_key)
+    return Outcome(200, [incident])
+
+
+def refresh_evidence(*, incident, user, body, at, replay_key) -> Outcome:
+    record(incident, user, "refresh_evidence", at, body, replay_key)
+    return Outcome(202, [incident])
+
+
+# Grouping decisions ----------------------------------------------------------------------
+
+
+def alert_of(incident: Incident, value: Any, field: str = "alert_id") -> Alert:
+    if not isinstance(value, int) or isinstance(value, bool):
+        raise ActionError(400, f"{field}: expected an alert id (integer)")
+    alert = Alert.objects.filter(pk=value).first()
+    if alert is None:
+        raise ActionError(400, f"{field}: no alert {value}")
+    if alert.incident_id != incident.pk:
+        raise ActionError(409, f"{field}: alert {value} is not in incident {incident.pk}")
+    return alert
+
+
+def decide(incident: Incident, user, kind: str, alerts: list[Alert], at: datetime, action: IncidentAction) -> None:
+    """Store the decision and mark the incident's alerts for the next run, which recomputes them."""
+    Decision.objects.create(
+        kind=kind, alert_keys=[alert.key for alert in alerts], correlation_key=incident.correlation_key,
+        by=user if user.pk else None, at=at, action=action,
+    )
+    Alert.objects.filter(Q(incident=incident) | Q(pk__in=[alert.pk for alert in alerts])).update(correlated=False)
+
+
+def exclude_alert(*, incident, user, body, at, replay_key) -> Outcome:
+    alert = alert_of(incident, body.get("alert_id"))
+    action = record(incident, user, "exclude_alert", at, body, replay_key, alert)
+    decide(incident, user, Decision.Kind.EXCLUDE, [alert], at, action)
+    correlation_run(key=incident.correlation_key)
+    return Outcome(200, [refreshed(incident)])
+
+
+def false_positive(*, incident, user, body, at, replay_key) -> Outcome:
+    alert = alert_of(incident, body.get("alert_id"))
+    action = record(incident, user, "false_positive", at, body, replay_key, alert)
+    decide(incident, user, Decision.Kind.FALSE_POSITIVE, [alert], at, action)
+    Alert.objects.filter(pk=alert.pk).update(false_positive=True)
+    correlation_run(key=incident.correlation_key)
+    return Outcome(200, [refreshed(incident)])
+
+
+def merge(*, incident, user, body, at, replay_key) -> Outcome:
+    into_id = body.get("into")
+    if not isinstance(into_id, int) or isinstance(into_id, bool):
+        raise ActionError(400, "into: expected the id of the incident to merge into")
+    target = Incident.objects.select_for_update().filter(pk=into_id).first()
+    if target is None:
+        raise ActionError(400, f"into: no incident {into_id}")
+    if target.pk == incident.pk:
+        raise ActionError(409, "into: an incident cannot be merged into itself")
+    if target.merged_into_id:
+        raise ActionError(409, f"into: incident {target.pk} was itself merged into {target.merged_into_id}")
+    if target.correlation_key != incident.correlation_key:
+        raise ActionError(409, f"into: incident {target.pk} is in cluster {target.correlation_key!r}, this one in {incident.correlation_key!r}")
+    alerts = list(Alert.objects.filter(incident__in=[incident, target]))
+    action = record(incident, user, "merge", at, body, replay_key)
+    decide(incident, user, Decision.Kind.MERGE, alerts, at, action)
+    IncidentAction.objects.create(incident=target, action="merge", by=user if user.pk else None, at=at, body={"from": incident.pk})
+    save(incident, merged_into=target)
+    Alert.objects.filter(incident=incident).update(incident=target)
+    correlation_run(key=incident.correlation_key)
+    return Outcome(200, [refreshed(target)])
+
+
+def split(*, incident, user, body, at, replay_key) -> Outcome:
+    ids = body.get("alert_ids")
+    if not isinstance(ids, list) or not ids:
+        raise ActionError(400, "alert_ids: expected a non-empty list of alert ids")
+    alerts = [alert_of(incident, value, f"alert_ids[{index}]") for index, value in enumerate(ids)]
+    if len({alert.pk for alert in alerts}) == incident.alerts.count():
+        raise ActionError(409, "alert_ids: that is every alert of the incident; nothing would be split off")
+    action = record(incident, user, "split", at, body, replay_key)
+    decide(incident, user, Decision.Kind.SPLIT, alerts, at, action)
+    correlation_run(key=incident.correlation_key)
+    split_off = {Alert.objects.get(pk=alert.pk).incident_id for alert in alerts} - {None, incident.pk}
+    return Outcome(200, [refreshed(incident), *Incident.objects.filter(pk__in=split_off).order_by("pk")], split=True)
+
+
+def refreshed(incident: Incident) -> Incident:
+    return Incident.objects.get(pk=incident.pk)
+
+
+HANDLERS = {
+    "acknowledge": acknowledge, "assign": assign, "note": note, "severity": severity, "resolve": resolve, "reopen": reopen,
+    "mitigate": mitigate, "merge": merge, "split": split, "exclude_alert": exclude_alert, "false_positive": false_positive,
+    "degrade": degrade, "refresh_evidence": refresh_evidence,
+}
+
+
+def replay_key_of(line: dict) -> str:
+    return hashlib.sha256(json.dumps(line, sort_keys=True, separators=(",", ":")).encode()).hexdigest()

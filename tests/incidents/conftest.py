@@ -1,0 +1,56 @@
+from __future__ import annotations
+
+import json
+
+import pytest
+from django.contrib.auth.models import Group, User
+
+
+def am_body(*alerts: dict) -> bytes:
+    return json.dumps({"version": "4", "status": "firing", "receiver": "rootline", "groupKey": "{}:{}", "alerts": list(alerts)}).encode()
+
+
+def am_alert(name: str, starts: str, *, status: str = "firing", ends: str = "0001-01-01T00:00:00Z", annotations=None, **labels) -> dict:
+    return {"status": status, "labels": {"alertname": name, **labels}, "annotations": annotations or {"summary": name},
+            "startsAt": starts, "endsAt": ends}
+
+
+FLEET = {"cluster": "prod-eu", "namespace": "llm", "model_name": "llama-3-70b"}
+BAD_POD = "vllm-llama-7d9f8b6c4-x2k9p"
+SIBLINGS = ("vllm-llama-7d9f8b6c4-a8m4q", "vllm-llama-7d9f8b6c4-q7w2z")
+
+
+def cascade() -> list[dict]:
+    """The canonical chain on one deployment: fragmentation on one pod, its OOM and restart,
+    then queueing and a TTFT breach on the surviving siblings; plus an unrelated disk alert first."""
+    return [
+        am_alert("NodeDiskFilling", "2026-11-29T01:40:00Z", cluster="prod-eu", node="gpu-node-9", device="/dev/sda"),
+        am_alert("KVCacheFragmentationHigh", "2026-11-29T01:45:00Z", pod=BAD_POD, **FLEET,
+                 annotations={"summary": "KV fragmentation 31%", "description": "fragmentation above 25% for 15 minutes"}),
+        am_alert("LLMContainerOOMKilled", "2026-11-29T02:00:00Z", pod=BAD_POD, container="vllm", **FLEET),
+        am_alert("KubePodCrashLooping", "2026-11-29T02:02:00Z", pod=BAD_POD, container="vllm", **FLEET),
+        *[am_alert("VLLMRequestQueueHigh", "2026-11-29T02:03:00Z", pod=pod, **FLEET) for pod in SIBLINGS],
+        am_alert("LLMTTFTP99High", "2026-11-29T02:05:00Z", **FLEET),
+    ]
+
+
+@pytest.fixture
+def users(db):
+    def make(username: str, role: str | None) -> User:
+        user = User.objects.create_user(username)
+        if role:
+            user.groups.add(Group.objects.get_or_create(name=role)[0])
+        return user
+
+    return make
+
+
+@pytest.fixture
+def api(client):
+    def call(user, method: str, path: str, body=None):
+        client.force_login(user)
+        if method == "get":
+            return client.get(path)
+        return client.post(path, json.dumps(body), content_type="application/json")
+
+    return call
