@@ -165,20 +165,20 @@ def test_over_rate_limit_answers_with_retry_after(make_integration, post_hook, k
 
 
 @pytest.mark.django_db
-def test_storage_unavailable_is_503_with_retry_after(make_integration, post_hook, monkeypatch):
-    from django.db import OperationalError
-
-    from incidents.models import Delivery as DeliveryModel
+def test_storage_unavailable_is_503_with_retry_after(make_integration, post_hook):
+    from django.db import OperationalError, connection
 
     integration = make_integration()
 
-    def broken_save(*args, **kwargs):
-        raise OperationalError("database is down")
+    def database_down(execute, sql, params, many, context):
+        if "incidents_delivery" in sql and sql.lstrip().upper().startswith("INSERT"):
+            raise OperationalError("could not write: the database is down")
+        return execute(sql, params, many, context)
 
-    monkeypatch.setattr(DeliveryModel, "save", broken_save)
-    monkeypatch.setattr(services, "delivery_insert", broken_save)  # the webhook stores with one INSERT
-    response = post_hook(integration, am_body(am_alert()))
+    with connection.execute_wrapper(database_down):
+        response = post_hook(integration, am_body(am_alert()))
     assert response.status_code == 503 and response["Retry-After"]
+    assert "storage unavailable" in response.json()["error"]
 
 
 @pytest.mark.django_db
