@@ -41,6 +41,7 @@ class _Entry:
     excluded: bool = False
     nodes: frozenset[str] = frozenset()
     gpus: frozenset[str] = frozenset()
+    topology_version: int = -1
     index_keys: tuple[tuple[str, str], ...] = ()
     edges: list[tuple["_Entry", "_Entry", str, float, str]] = field(default_factory=list)
     links: list["_Entry"] = field(default_factory=list)
@@ -84,7 +85,7 @@ class _Partition:
         positions = [bisect.bisect_left(self.sort_keys, e.sort_key) for e in fresh + touched]
         for entry in fresh:
             for kind, value in self.topology.learn(entry.scope):
-                positions.append(self._first_position(entry.scope.pod, kind, value))
+                positions.append(self._link_position(entry.scope.pod, kind, value))
         if not positions:
             return []
         start = min(positions)
@@ -100,13 +101,29 @@ class _Partition:
             self._process(entry)
         return replayed
 
-    def _first_position(self, pod: str, kind: str, value: str) -> int:
-        best = len(self.entries)
-        for index_key in (("pod", pod), (kind, value)):
-            bucket = self.index.get(index_key)
-            if bucket:
-                best = min(best, bisect.bisect_left(self.sort_keys, bucket[0].sort_key))
-        return best
+    def _link_position(self, pod: str, kind: str, value: str) -> int:
+        """Earliest entry a new pod->node/GPU link can regroup: one of a pair, within reach, across it.
+
+        Only alerts on the pod meeting alerts on that node or GPU (or its other pods) change, so
+        the replay starts at the first such meeting, not at the pod's first alert.
+        """
+        mine = self.index.get(("pod", pod), [])
+        theirs = list(self.index.get((kind, value), []))
+        for other in self.topology.pods_on(kind, value):
+            if other != pod:
+                theirs.extend(self.index.get(("pod", other), []))
+        if not mine or not theirs:
+            return len(self.entries)
+        theirs.sort(key=lambda e: e.sort_key)
+        reach = self.engine.window
+        j = 0
+        for entry in mine:
+            while j < len(theirs) and theirs[j].t < entry.t - reach:
+                j += 1
+            if j < len(theirs) and theirs[j].t <= entry.t + reach:
+                first = min(entry.sort_key, theirs[j].sort_key)
+                return bisect.bisect_left(self.sort_keys, first)
+        return len(self.entries)
 
     def _rollback_from(self, start: int) -> None:
         for entry in reversed(self.entries[start:]):
@@ -139,16 +156,16 @@ class _Partition:
         if x.excluded:
             return
         engine = self.engine
-        x.nodes = self.topology.nodes(x.scope)
-        x.gpus = self.topology.gpus(x.scope)
+        topology = self.topology
+        version = topology.version
+        x.nodes = topology.nodes(x.scope)
+        x.gpus = topology.gpus(x.scope)
+        x.topology_version = version
         keys = _index_keys(x)
         linked: set[str] = set()
         horizon = x.t - engine.window
         seen: set[int] = set()
-        skip_pod = bool(x.scope.deployment and x.scope.gateway_keys)
-        for index_key in keys if x.mode != "change" else ():
-            if skip_pod and index_key[0] == "pod":
-                continue
+        for index_key in self._scan_keys(x, keys) if x.mode != "change" else ():
             bucket = self.index.get(index_key)
             if not bucket:
                 continue
@@ -159,6 +176,10 @@ class _Partition:
                 if id(y) in seen:
                     continue
                 seen.add(id(y))
+                if y.topology_version != version:
+                    y.nodes = topology.nodes(y.scope)
+                    y.gpus = topology.gpus(y.scope)
+                    y.topology_version = version
                 if engine.link(y, x):
                     linked.add(self.find(y.key))
         if x.mode != "change":
@@ -181,6 +202,19 @@ class _Partition:
             for index_key in keys:
                 self.index.setdefault(index_key, []).append(x)
             x.index_keys = keys
+
+    def _scan_keys(self, x: _Entry, keys: tuple[tuple[str, str], ...]) -> list[tuple[str, str]]:
+        """Buckets holding x's possible neighbours, through learned links too (pods on x's node)."""
+        scope = x.scope
+        wanted = [k for k in keys if k[0] != "pod" or not (scope.deployment and scope.gateway_keys)]
+        for kind, values, direct in (("node", x.nodes, scope.node), ("gpu", x.gpus, scope.gpus)):
+            for value in values:
+                if value != direct and (kind == "node" or value not in direct):
+                    wanted.append((kind, value))
+                for other in self.topology.pods_on(kind, value):
+                    if other != scope.pod:
+                        wanted.append(("pod", other))
+        return list(dict.fromkeys(wanted))
 
     def _influence_end(self, x: _Entry) -> float:
         """A change is over at once yet stays a suspect for its rule's lag, so it keeps its incident open."""
@@ -210,8 +244,9 @@ def _index_keys(x: _Entry) -> tuple[tuple[str, str], ...]:
     keys: list[tuple[str, str]] = [("gw", k) for k in scope.gateway_keys]
     if scope.pod:
         keys.append(("pod", scope.pod))
-    keys.extend(("node", n) for n in x.nodes)
-    keys.extend(("gpu", g) for g in x.gpus)
+    if scope.node:
+        keys.append(("node", scope.node))
+    keys.extend(("gpu", g) for g in scope.gpus)
     if scope.deployment and not gateway_key(scope.deployment):
         keys.append(("dep", scope.deployment))
     if scope.model and not gateway_key(scope.model):

@@ -168,11 +168,15 @@ def _gpus(labels: Mapping[str, str], node: str) -> frozenset[str]:
 class Topology:
     """pod -> nodes and pod -> GPUs, learned from alerts that carry both ends.
 
-    Sets rather than single values, so the result does not depend on which alert came first.
+    Sets rather than single values, so the result does not depend on which alert came first;
+    `version` moves on each new link so callers can refresh what they derived from it.
     """
 
     pod_nodes: dict[str, set[str]] = field(default_factory=dict)
     pod_gpus: dict[str, set[str]] = field(default_factory=dict)
+    node_pods: dict[str, set[str]] = field(default_factory=dict)
+    gpu_pods: dict[str, set[str]] = field(default_factory=dict)
+    version: int = 0
 
     def learn(self, scope: Scope) -> list[tuple[str, str]]:
         """Record links in `scope`; returns the new (kind, value) ends, for replaying what they touch."""
@@ -181,11 +185,15 @@ class Topology:
         fresh: list[tuple[str, str]] = []
         if scope.node and scope.node not in self.pod_nodes.get(scope.pod, ()):
             self.pod_nodes.setdefault(scope.pod, set()).add(scope.node)
+            self.node_pods.setdefault(scope.node, set()).add(scope.pod)
             fresh.append(("node", scope.node))
         for gpu in scope.gpus:
             if gpu not in self.pod_gpus.get(scope.pod, ()):
                 self.pod_gpus.setdefault(scope.pod, set()).add(gpu)
+                self.gpu_pods.setdefault(gpu, set()).add(scope.pod)
                 fresh.append(("gpu", gpu))
+        if fresh:
+            self.version += 1
         return fresh
 
     def nodes(self, scope: Scope) -> frozenset[str]:
@@ -197,6 +205,9 @@ class Topology:
     def gpus(self, scope: Scope) -> frozenset[str]:
         learned = self.pod_gpus.get(scope.pod) if scope.pod else None
         return frozenset(scope.gpus | learned) if learned else scope.gpus
+
+    def pods_on(self, kind: str, value: str) -> set[str]:
+        return (self.node_pods if kind == "node" else self.gpu_pods).get(value, set())
 
 
 def relations(a: Scope, b: Scope, a_nodes: frozenset[str], b_nodes: frozenset[str],

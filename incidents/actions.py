@@ -98,41 +98,55 @@ def record(incident: Incident, user, action: str, at: datetime, body: dict, repl
 def save(incident: Incident, **values: Any) -> None:
     for name, value in values.items():
         setattr(incident, name, value)
-    incident.save(update_fields=[*values, "updated_at"])
+    incident.status = incident.derived_status()
+    incident.save(update_fields=[*values, "status", "updated_at"])
 
 
 # Status ----------------------------------------------------------------------------------
+# Actions may be replayed after the alerts (imports, late entries with `at`), so each is judged
+# against the incident as it stood at its `at`: an acknowledge at 02:07 of an incident that the
+# alerts resolved at 02:40 is accepted; one after a person resolved it is a conflict.
+
+
+def resolved_before(incident: Incident, at: datetime) -> bool:
+    return incident.resolved_at is not None and incident.resolved_at <= at
 
 
 def acknowledge(*, incident, user, body, at, replay_key) -> Outcome:
-    if incident.status != Incident.Status.OPEN:
-        raise ActionError(409, f"incident {incident.pk} is {incident.status}; only an open incident can be acknowledged")
-    save(incident, status=Incident.Status.ACKNOWLEDGED, acknowledged_at=at)
+    if incident.acknowledged_at is not None:
+        raise ActionError(409, f"incident {incident.pk} was already acknowledged at {incident.acknowledged_at.isoformat()}")
+    if resolved_before(incident, at):
+        raise ActionError(409, f"incident {incident.pk} was resolved at {incident.resolved_at.isoformat()}, before this acknowledge")
+    save(incident, acknowledged_at=at)
     record(incident, user, "acknowledge", at, body, replay_key)
     return Outcome(200, [incident])
 
 
 def mitigate(*, incident, user, body, at, replay_key) -> Outcome:
-    if incident.status in (Incident.Status.MITIGATED, Incident.Status.RESOLVED):
-        raise ActionError(409, f"incident {incident.pk} is already {incident.status}")
-    save(incident, status=Incident.Status.MITIGATED, mitigated_at=at, acknowledged_at=incident.acknowledged_at or at)
+    if incident.mitigated_at is not None:
+        raise ActionError(409, f"incident {incident.pk} was already mitigated at {incident.mitigated_at.isoformat()}")
+    if resolved_before(incident, at):
+        raise ActionError(409, f"incident {incident.pk} was resolved at {incident.resolved_at.isoformat()}, before this mitigation")
+    save(incident, mitigated_at=at, acknowledged_at=min(incident.acknowledged_at or at, at))
     record(incident, user, "mitigate", at, body, replay_key)
     return Outcome(200, [incident])
 
 
 def resolve(*, incident, user, body, at, replay_key) -> Outcome:
-    if incident.status == Incident.Status.RESOLVED:
-        raise ActionError(409, f"incident {incident.pk} is already resolved")
-    save(incident, status=Incident.Status.RESOLVED, resolved_at=at, resolved_by_human=True, reopened_by_human=False)
+    """A person's resolution is the official one, even after the alerts resolved it."""
+    if incident.resolved_by_human:
+        raise ActionError(409, f"incident {incident.pk} was already resolved at {incident.resolved_at.isoformat()}")
+    save(incident, resolved_at=at, resolved_by_human=True, reopened_by_human=False)
     record(incident, user, "resolve", at, body, replay_key)
     return Outcome(200, [incident])
 
 
 def reopen(*, incident, user, body, at, replay_key) -> Outcome:
-    if incident.status != Incident.Status.RESOLVED:
+    """Trouble is back: the incident is active again (its mitigation no longer holds; the
+    recorded mitigate action keeps its time for the timeline)."""
+    if incident.resolved_at is None:
         raise ActionError(409, f"incident {incident.pk} is {incident.status}; only a resolved incident can be reopened")
-    status = Incident.Status.ACKNOWLEDGED if incident.acknowledged_at else Incident.Status.OPEN
-    save(incident, status=status, resolved_at=None, resolved_by_human=False, reopened_by_human=True)
+    save(incident, resolved_at=None, mitigated_at=None, resolved_by_human=False, reopened_by_human=True)
     record(incident, user, "reopen", at, body, replay_key)
     return Outcome(200, [incident])
 

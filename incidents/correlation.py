@@ -265,16 +265,21 @@ def severity_of(members: list[Alert]) -> str:
 
 
 def status_from_alerts(incident: Incident, members: list[Alert]) -> dict:
-    """All alerts resolved resolves the incident; a firing alert reopens one resolved that way or
-    by hand (trouble is back); people's acknowledge and mitigate are kept."""
+    """Alerts resolve an incident when they all have ended, and reopen it when one fires again,
+    unless a person resolved or reopened it: then people decide."""
+    if incident.resolved_by_human or incident.reopened_by_human:
+        return {}
     firing = any(row.status == Alert.Status.FIRING for row in members)
-    if not firing and incident.status != Incident.Status.RESOLVED and not incident.reopened_by_human:
+    resolved_at = None
+    if not firing:
         ends = [row.ends_at for row in members if row.ends_at]
-        return {"status": Incident.Status.RESOLVED, "resolved_at": max(ends) if ends else incident.last_alert_at}
-    if firing and incident.status == Incident.Status.RESOLVED and not incident.resolved_by_human:
-        status = Incident.Status.ACKNOWLEDGED if incident.acknowledged_at else Incident.Status.OPEN
-        return {"status": status, "resolved_at": None}
-    return {}
+        resolved_at = max(ends) if ends else max(row.starts_at for row in members)
+    if resolved_at == incident.resolved_at:
+        return {}
+    previous, incident.resolved_at = incident.resolved_at, resolved_at
+    status = incident.derived_status()
+    incident.resolved_at = previous
+    return {"resolved_at": resolved_at, "status": status}
 
 
 def edges_write(incident: Incident, engine_incident: EngineIncident, by_key: dict[str, Alert], stored: list[tuple]) -> bool:

@@ -222,6 +222,17 @@ class Incident(models.Model):
     def __str__(self) -> str:
         return f"#{self.pk} {self.title}"
 
+    def derived_status(self) -> str:
+        """The status follows the moments people and alerts set: resolved, else mitigated, else
+        acknowledged, else open."""
+        if self.resolved_at is not None:
+            return self.Status.RESOLVED
+        if self.mitigated_at is not None:
+            return self.Status.MITIGATED
+        if self.acknowledged_at is not None:
+            return self.Status.ACKNOWLEDGED
+        return self.Status.OPEN
+
 
 class IncidentEdge(models.Model):
     incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="edges")

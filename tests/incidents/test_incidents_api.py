@@ -113,7 +113,7 @@ def test_every_action_is_recorded_with_who_and_when(make_integration, deliver, u
         response = api(oncall, "post", url, body)
         assert response.status_code == status, (body, response.json())
     detail = api(oncall, "get", f"/api/v1/incidents/{incident.pk}/").json()
-    assert detail["acknowledged_at"] == "2026-11-29T02:07:00Z" and detail["mitigated_at"] == "2026-11-29T02:20:00Z"
+    assert detail["acknowledged_at"] == "2026-11-29T02:07:00Z" and detail["mitigated_at"] is None  # reopened: no longer mitigated
     assert detail["status"] == "acknowledged" and detail["severity"] == "critical" and detail["assignee"] == "lead"
     assert detail["degradation"] == "L2"
     assert detail["started_at"] == "2026-11-29T01:45:00Z" and detail["durations"]["acknowledge_s"] == 22 * 60
@@ -140,6 +140,22 @@ def test_bad_action_bodies_and_states_are_refused_clearly(make_integration, deli
     incident = the_incident_of("LLMContainerOOMKilled")
     response = api(users("r", "responder"), "post", f"/api/v1/incidents/{incident.pk}/actions/", body)
     assert response.status_code == status and fragment in response.json()["error"]
+
+
+def test_actions_replayed_late_are_judged_at_their_time(make_integration, deliver, users, api):
+    integration = make_integration()
+    alert = am_alert("LLMContainerOOMKilled", "2026-11-29T02:00:00Z", pod=BAD_POD, **FLEET)
+    deliver(integration, am_body(alert))
+    deliver(integration, am_body(dict(alert, status="resolved", endsAt="2026-11-29T02:30:00Z")))
+    incident = the_incident_of("LLMContainerOOMKilled")
+    assert incident.status == "resolved"
+    user = users("r", "responder")
+    url = f"/api/v1/incidents/{incident.pk}/actions/"
+    assert api(user, "post", url, {"action": "acknowledge", "at": "2026-11-29T02:05:00Z"}).status_code == 200
+    assert api(user, "post", url, {"action": "mitigate", "at": "2026-11-29T02:45:00Z"}).status_code == 409
+    resolved = api(user, "post", url, {"action": "resolve", "at": "2026-11-29T02:40:00Z"}).json()
+    assert resolved["resolved_at"] == "2026-11-29T02:40:00Z" and resolved["durations"]["resolve_s"] == 40 * 60
+    assert api(user, "post", url, {"action": "resolve"}).status_code == 409
 
 
 def test_acknowledging_twice_is_a_conflict(make_integration, deliver, users, api):
