@@ -50,6 +50,7 @@ class Matcher:
     layer: str
     names: tuple[re.Pattern[str], ...]
     metrics: tuple[re.Pattern[str], ...]
+    depth: int
 
 
 @dataclass(frozen=True)
@@ -82,6 +83,25 @@ class Settings:
     max_idle: timedelta = timedelta(minutes=45)
     max_span: timedelta = timedelta(hours=3)
     max_candidates: int = 5
+    topology_grace: timedelta = timedelta(minutes=10)
+    same_mode_reorder: timedelta = timedelta(minutes=10)
+
+
+@dataclass(frozen=True)
+class ChangeKinds:
+    """How a change event is read: an alert-rule edit, a remediation, or an ordinary change."""
+
+    rule_edit: re.Pattern[str]
+    remediation: re.Pattern[str]
+    rule_edit_window: timedelta
+    rule_edit_causal_within: timedelta
+
+    def kind_of(self, text: str) -> str:
+        if self.rule_edit.search(text):
+            return "rule_edit"
+        if self.remediation.search(text):
+            return "remediation"
+        return "change"
 
 
 @dataclass(frozen=True)
@@ -100,6 +120,7 @@ class Catalog:
     rules: tuple[Rule, ...]
     settings: Settings
     bands: Mapping[str, Band]
+    changes: "ChangeKinds" = None  # type: ignore[assignment]
     sources: tuple[str, ...] = ()
     rules_by_pair: Mapping[tuple[str, str], tuple[Rule, ...]] = field(default_factory=dict)
 
@@ -285,6 +306,7 @@ def _build(doc: Mapping[str, Any], *, sources: tuple[str, ...]) -> Catalog:
         rules=rules,
         settings=_build_settings(doc.get("settings") or {}),
         bands={name: _build_band(name, b) for name, b in (doc.get("bands") or {}).items()},
+        changes=_build_changes(doc.get("changes") or {}),
         sources=sources,
         rules_by_pair=by_pair,
     )
@@ -316,6 +338,7 @@ def _build_matcher(raw: Mapping[str, Any], modes: Mapping[str, ModeInfo], layers
         layer=layer,
         names=tuple(_compile(p, where) for p in raw.get("names") or ()),
         metrics=tuple(_compile(p, where) for p in raw.get("metrics") or ()),
+        depth=int(raw.get("depth", modes[mode].depth)),
     )
 
 
@@ -345,6 +368,15 @@ def _build_settings(raw: Mapping[str, Any]) -> Settings:
         else:
             values[name] = type(current)(raw[name])
     return Settings(**values)
+
+
+def _build_changes(raw: Mapping[str, Any]) -> ChangeKinds:
+    return ChangeKinds(
+        rule_edit=_compile(raw.get("rule_edit", r"threshold|alert(ing)? ?rule"), "changes.rule_edit"),
+        remediation=_compile(raw.get("remediation", r"rollback|revert"), "changes.remediation"),
+        rule_edit_window=parse_duration(raw.get("rule_edit_window", "2h")),
+        rule_edit_causal_within=parse_duration(raw.get("rule_edit_causal_within", "10m")),
+    )
 
 
 def _build_band(name: str, raw: Mapping[str, Any]) -> Band:

@@ -26,6 +26,7 @@ class Classification:
     layer: str
     failure_mode: str
     source: str
+    depth: int = 0
 
 
 def name_words(name: str) -> str:
@@ -71,17 +72,19 @@ class Classifier:
     def _classify(self, alert: Alert) -> Classification:
         catalog = self.catalog
         if self._is_change(alert.labels):
-            return Classification("process", "change", "change-marker")
+            return Classification("process", "change", "change-marker", catalog.mode_depth("change"))
         inferred = self._infer(alert)
         explicit_layer = self._explicit_layer(alert.labels)
         explicit_mode = self._explicit_mode(alert)
         if explicit_mode:
+            agrees = inferred.failure_mode == explicit_mode
+            depth = inferred.depth if agrees else catalog.mode_depth(explicit_mode)
             if explicit_layer:
-                return Classification(explicit_layer, explicit_mode, "labels")
-            layer = inferred.layer if inferred.failure_mode == explicit_mode else catalog.mode_layer(explicit_mode)
-            return Classification(layer, explicit_mode, "labels")
+                return Classification(explicit_layer, explicit_mode, "labels", depth)
+            layer = inferred.layer if agrees else catalog.mode_layer(explicit_mode)
+            return Classification(layer, explicit_mode, "labels", depth)
         if explicit_layer:
-            return Classification(explicit_layer, inferred.failure_mode, f"labels+{inferred.source}")
+            return Classification(explicit_layer, inferred.failure_mode, f"labels+{inferred.source}", inferred.depth)
         return inferred
 
     def _is_change(self, labels: Mapping[str, str]) -> bool:
@@ -135,17 +138,17 @@ class Classifier:
         words = name_words(alert.alertname)
         matcher = self._match_names(words) if words else None
         if matcher:
-            return Classification(matcher.layer, matcher.mode, f"name:{matcher.id}")
+            return Classification(matcher.layer, matcher.mode, f"name:{matcher.id}", matcher.depth)
         expr = rule_expressions(alert.generator_url)
         for origin, text in (("expr", expr), ("annotations", self._annotation_expressions(alert))):
             matcher = self._match_metrics(text) if text else None
             if matcher:
-                return Classification(matcher.layer, matcher.mode, f"{origin}:{matcher.id}")
+                return Classification(matcher.layer, matcher.mode, f"{origin}:{matcher.id}", matcher.depth)
         prose = " ".join(name_words(alert.annotations.get(k, "")) for k in TEXT_ANNOTATIONS)
         matcher = self._match_names(prose) if prose.strip() else None
         if matcher:
-            return Classification(matcher.layer, matcher.mode, f"text:{matcher.id}")
-        return Classification("unknown", "other", "default")
+            return Classification(matcher.layer, matcher.mode, f"text:{matcher.id}", matcher.depth)
+        return Classification("unknown", "other", "default", self.catalog.mode_depth("other"))
 
     @staticmethod
     def _annotation_expressions(alert: Alert) -> str:

@@ -38,10 +38,10 @@ class _Entry:
     end_t: float | None
     partition: str
     onset: datetime
+    change_kind: str = ""
     excluded: bool = False
     nodes: frozenset[str] = frozenset()
     gpus: frozenset[str] = frozenset()
-    topology_version: int = -1
     index_keys: tuple[tuple[str, str], ...] = ()
     edges: list[tuple["_Entry", "_Entry", str, float, str]] = field(default_factory=list)
     links: list["_Entry"] = field(default_factory=list)
@@ -66,7 +66,7 @@ class _Partition:
         self.sort_keys: list[tuple[float, str]] = []
         self.index: dict[tuple[str, str], list[_Entry]] = {}
         self.changes: list[_Entry] = []
-        self.topology = Topology()
+        self.topology = Topology(grace=engine.topology_grace)
         self.parent: dict[str, str] = {}
         self.size: dict[str, int] = {}
         self.agg: dict[str, list] = {}
@@ -84,8 +84,8 @@ class _Partition:
         """Place new entries and re-run everything from the earliest point they can change."""
         positions = [bisect.bisect_left(self.sort_keys, e.sort_key) for e in fresh + touched]
         for entry in fresh:
-            for kind, value in self.topology.learn(entry.scope):
-                positions.append(self._link_position(entry.scope.pod, kind, value))
+            for valid_from in self.topology.learn(entry.scope, entry.t):
+                positions.append(bisect.bisect_left(self.sort_keys, (valid_from, "")))
         if not positions:
             return []
         start = min(positions)
@@ -100,30 +100,6 @@ class _Partition:
         for entry in replayed:
             self._process(entry)
         return replayed
-
-    def _link_position(self, pod: str, kind: str, value: str) -> int:
-        """Earliest entry a new pod->node/GPU link can regroup: one of a pair, within reach, across it.
-
-        Only alerts on the pod meeting alerts on that node or GPU (or its other pods) change, so
-        the replay starts at the first such meeting, not at the pod's first alert.
-        """
-        mine = self.index.get(("pod", pod), [])
-        theirs = list(self.index.get((kind, value), []))
-        for other in self.topology.pods_on(kind, value):
-            if other != pod:
-                theirs.extend(self.index.get(("pod", other), []))
-        if not mine or not theirs:
-            return len(self.entries)
-        theirs.sort(key=lambda e: e.sort_key)
-        reach = self.engine.window
-        j = 0
-        for entry in mine:
-            while j < len(theirs) and theirs[j].t < entry.t - reach:
-                j += 1
-            if j < len(theirs) and theirs[j].t <= entry.t + reach:
-                first = min(entry.sort_key, theirs[j].sort_key)
-                return bisect.bisect_left(self.sort_keys, first)
-        return len(self.entries)
 
     def _rollback_from(self, start: int) -> None:
         for entry in reversed(self.entries[start:]):
@@ -157,10 +133,8 @@ class _Partition:
             return
         engine = self.engine
         topology = self.topology
-        version = topology.version
-        x.nodes = topology.nodes(x.scope)
-        x.gpus = topology.gpus(x.scope)
-        x.topology_version = version
+        x.nodes = topology.nodes(x.scope, x.t)
+        x.gpus = topology.gpus(x.scope, x.t)
         keys = _index_keys(x)
         linked: set[str] = set()
         horizon = x.t - engine.window
@@ -176,20 +150,22 @@ class _Partition:
                 if id(y) in seen:
                     continue
                 seen.add(id(y))
-                if y.topology_version != version:
-                    y.nodes = topology.nodes(y.scope)
-                    y.gpus = topology.gpus(y.scope)
-                    y.topology_version = version
-                if engine.link(y, x):
+                if y.scope.pod and topology.knows(y.scope.pod):
+                    y_nodes, y_gpus = topology.nodes(y.scope, x.t), topology.gpus(y.scope, x.t)
+                else:
+                    y_nodes, y_gpus = y.nodes, y.gpus
+                if engine.link(y, x, y_nodes, y_gpus):
                     linked.add(self.find(y.key))
         if x.mode != "change":
-            change_horizon = x.t - engine.change_window
+            change_horizon = x.t - max(engine.change_window, engine.rule_edit_window)
             for i in range(len(self.changes) - 1, -1, -1):
                 change = self.changes[i]
                 if change.t < change_horizon:
                     break
                 if engine.link_change(change, x):
                     linked.add(self.find(change.key))
+        elif x.change_kind in ("remediation", "rule_edit"):
+            linked.update(self.find(y.key) for y in self._remediated(x, keys))
         self.parent[x.key] = x.key
         self.size[x.key] = 1
         self.agg[x.key] = [x.t, x.t, 1 if x.end_t is None else 0, self._influence_end(x), [x]]
@@ -203,15 +179,35 @@ class _Partition:
                 self.index.setdefault(index_key, []).append(x)
             x.index_keys = keys
 
+    def _remediated(self, change: _Entry, keys: tuple[tuple[str, str], ...]) -> list[_Entry]:
+        """Earlier alerts a rollback, revert or rule edit answers: same scope, or the edited alert."""
+        engine = self.engine
+        found: dict[int, _Entry] = {}
+        if change.change_kind == "rule_edit":
+            bucket = self.index.get(("name", change.alert.alertname), [])
+            for y in reversed(bucket):
+                if y.t < change.t - engine.rule_edit_window:
+                    break
+                found[id(y)] = y
+            return list(found.values())
+        for index_key in keys:
+            for y in reversed(self.index.get(index_key, [])):
+                if y.t < change.t - engine.window:
+                    break
+                rel = relations(change.scope, y.scope, change.nodes, y.nodes, change.gpus, y.gpus)
+                if in_change_scope(change.scope, y.scope, y.nodes, rel):
+                    found[id(y)] = y
+        return list(found.values())
+
     def _scan_keys(self, x: _Entry, keys: tuple[tuple[str, str], ...]) -> list[tuple[str, str]]:
         """Buckets holding x's possible neighbours, through learned links too (pods on x's node)."""
         scope = x.scope
-        wanted = [k for k in keys if k[0] != "pod" or not (scope.deployment and scope.gateway_keys)]
+        wanted = [k for k in keys if k[0] != "name" and (k[0] != "pod" or not (scope.deployment and scope.gateway_keys))]
         for kind, values, direct in (("node", x.nodes, scope.node), ("gpu", x.gpus, scope.gpus)):
             for value in values:
                 if value != direct and (kind == "node" or value not in direct):
                     wanted.append((kind, value))
-                for other in self.topology.pods_on(kind, value):
+                for other in self.topology.pods_on(kind, value, x.t):
                     if other != scope.pod:
                         wanted.append(("pod", other))
         return list(dict.fromkeys(wanted))
@@ -247,6 +243,8 @@ def _index_keys(x: _Entry) -> tuple[tuple[str, str], ...]:
     if scope.node:
         keys.append(("node", scope.node))
     keys.extend(("gpu", g) for g in scope.gpus)
+    if x.alert.alertname:
+        keys.append(("name", x.alert.alertname))
     if scope.deployment and not gateway_key(scope.deployment):
         keys.append(("dep", scope.deployment))
     if scope.model and not gateway_key(scope.model):
@@ -273,6 +271,10 @@ class Correlator:
         self.slack = settings.onset_slack.total_seconds()
         self.same_mode_window = settings.same_mode_window.total_seconds()
         self.tight_window = settings.tight_scope_window.total_seconds()
+        self.topology_grace = settings.topology_grace.total_seconds()
+        self.reorder = settings.same_mode_reorder.total_seconds()
+        self.rule_edit_window = self.catalog.changes.rule_edit_window.total_seconds()
+        self.rule_edit_causal = self.catalog.changes.rule_edit_causal_within.total_seconds()
         self.same_mode_scope = settings.same_mode_scope
         self.quiet = settings.quiet_after_resolve.total_seconds()
         self.max_idle = settings.max_idle.total_seconds()
@@ -377,10 +379,12 @@ class Correlator:
             self._scopes.clear()
             self._lookbacks.clear()
         onset = as_utc(alert.starts_at) - back
+        cls = self.classifier.classify(alert)
         return _Entry(
             alert=alert,
             key=key,
-            cls=self.classifier.classify(alert),
+            cls=cls,
+            change_kind=self._change_kind(alert) if cls.failure_mode == "change" else "",
             scope=scope,
             t=_epoch(onset),
             end_t=_end_time(alert),
@@ -389,14 +393,28 @@ class Correlator:
             excluded=key in self._excluded,
         )
 
+    def _change_kind(self, alert: Alert) -> str:
+        labels = alert.labels
+        text = " ".join([alert.annotations.get("summary", ""), alert.alertname] +
+                        [labels.get(k, "") for k in ("change_type", "type", "class", "kind", "action")])
+        return self.catalog.changes.kind_of(text)
+
     # ---- linking -----------------------------------------------------------------------------
 
-    def link(self, y: _Entry, x: _Entry) -> bool:
-        """Whether earlier `y` and `x` belong together; causal edges found are kept on `x`."""
+    def link(self, y: _Entry, x: _Entry, y_nodes: frozenset[str], y_gpus: frozenset[str]) -> bool:
+        """Whether earlier `y` and `x` belong together; causal edges found are kept on `x`.
+
+        `y_nodes`/`y_gpus` are y's placement as known at x's time (links learned since count).
+        """
         dt = x.t - y.t
         if dt > self._pair_window.get((y.mode, x.mode), self.tight_window):
             return False
-        rel = relations(y.scope, x.scope, y.nodes, x.nodes, y.gpus, x.gpus)
+        rel = relations(y.scope, x.scope, y_nodes, x.nodes, y_gpus, x.gpus)
+        if y.mode == x.mode and x.cls.depth > y.cls.depth and dt <= self.reorder:
+            for rule_id, _, scope in self._rule_pairs.get((x.mode, y.mode), ()):
+                if scope & rel:
+                    x.edges.append((x, y, rule_id, -dt, _tightest(scope & rel)))
+                    return True
         for rule_id, max_lag, scope in self._rule_pairs.get((y.mode, x.mode), ()):
             if dt <= max_lag and (scope & rel):
                 x.edges.append((y, x, rule_id, dt, _tightest(scope & rel)))
@@ -417,7 +435,9 @@ class Correlator:
 
     def link_change(self, change: _Entry, x: _Entry) -> bool:
         dt = x.t - change.t
-        if dt < 0:
+        if change.change_kind == "rule_edit":
+            return self._link_rule_edit(change, x, dt)
+        if dt < 0 or dt > self.change_window:
             return False
         rel = relations(change.scope, x.scope, change.nodes, x.nodes, change.gpus, x.gpus)
         if not in_change_scope(change.scope, x.scope, x.nodes, rel):
@@ -427,6 +447,16 @@ class Correlator:
                 x.edges.append((change, x, rule_id, dt, "in_change_scope"))
                 return True
         return False
+
+    def _link_rule_edit(self, edit: _Entry, x: _Entry, dt: float) -> bool:
+        """A rule edit belongs with the alert it edits; it caused it only if that fired at once."""
+        if x.alert.alertname != edit.alert.alertname or dt < -self.slack or dt > self.rule_edit_window:
+            return False
+        if edit.scope.namespace and x.scope.namespace and edit.scope.namespace != x.scope.namespace:
+            return False
+        if dt <= self.rule_edit_causal:
+            x.edges.append((edit, x, "rule_edit->same_alert", dt, "same_alertname"))
+        return True
 
     def is_open(self, agg: list, t: float) -> bool:
         start, last, unresolved, last_end = agg[0], agg[1], agg[2], agg[3]
@@ -551,6 +581,7 @@ class Correlator:
             layer=entry.cls.layer,
             failure_mode=entry.cls.failure_mode,
             classified_by=entry.cls.source,
+            depth=entry.cls.depth,
             scope=entry.scope,
             false_positive=entry.key in self._false_positive,
         )

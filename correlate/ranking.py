@@ -29,6 +29,7 @@ RELATION_WORDS = {
     "same_namespace": "same namespace",
     "same_cluster": "same cluster",
     "in_change_scope": "inside the change's scope",
+    "same_alertname": "the alert whose rule was edited",
 }
 
 
@@ -55,12 +56,12 @@ def rank(members: list[Member], edges: list[Edge], links: list[tuple[str, str]],
     wanted = max(1, catalog.settings.max_candidates)
     sources = [m for m in members if not any(e.cause != m.key for e in incoming.get(m.key, ()))]
     others = [m for m in members if m.key in incoming and m not in sources] if len(sources) < wanted else []
-    others.sort(key=lambda m: (-catalog.mode_depth(m.failure_mode), order[m.key]))
+    others.sort(key=lambda m: (-m.depth, order[m.key]))
     scored: list[tuple[float, int, str, int]] = []
     for member in sources + others[: wanted - len(sources)]:
         reach = _reach(member.key, outgoing, neighbours, by_key)
         coverage = reach / total_others if len(members) > 1 else 1.0
-        depth = catalog.mode_depth(member.failure_mode) / 100.0
+        depth = member.depth / 100.0
         is_source = member.key not in incoming or not any(e.cause != member.key for e in incoming[member.key])
         score = COVERAGE_WEIGHT * coverage + DEPTH_WEIGHT * depth + (SOURCE_WEIGHT if is_source else 0.0)
         if not is_source:
@@ -100,7 +101,7 @@ def _reach(start: str, outgoing: dict[str, list[Edge]], neighbours: dict[str, li
 
 def _best_incoming(members: list[Member], incoming: dict[str, list[Edge]], catalog: Catalog) -> tuple[Edge, ...]:
     """One edge per effect: the deepest cause, then the tightest lag, so the tree reads cleanly."""
-    depth = {m.key: catalog.mode_depth(m.failure_mode) for m in members}
+    depth = {m.key: m.depth for m in members}
     chosen: list[Edge] = []
     for member in members:
         options = incoming.get(member.key)

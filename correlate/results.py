@@ -56,6 +56,7 @@ class Member:
     classified_by: str
     scope: Scope
     false_positive: bool = False
+    depth: int = 0
 
 
 @dataclass(frozen=True)

@@ -15,7 +15,7 @@ from correlate.events import Alert
 MIN_COUNTED_WINDOW = timedelta(minutes=6)
 MAX_LOOKBACK = timedelta(hours=1)
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
-_RANGE = re.compile(r"(\w*)\s*\(\s*[^()\[\]]*?\[\s*(\d+)\s*([smhd])\s*(?::[^\]]*)?\]")
+_WINDOW = re.compile(r"\[\s*(\d+)\s*([smhd])\s*(?::[^\]]*)?\]")
 _EVENT_FUNCTIONS = frozenset({"increase", "changes", "resets", "max_over_time", "count_over_time",
                               "present_over_time", "last_over_time", "delta", "idelta", "irate"})
 _PROSE = re.compile(
@@ -56,11 +56,26 @@ def onset_of(alert: Alert) -> datetime:
 def _expression_window(expr: str) -> timedelta:
     """The widest range window of a level-like function; event counters fire at once."""
     best = timedelta(0)
-    for function, amount, unit in _RANGE.findall(expr):
-        if function.lower() in _EVENT_FUNCTIONS:
+    for found in _WINDOW.finditer(expr):
+        if _enclosing_function(expr, found.start()).lower() in _EVENT_FUNCTIONS:
             continue
-        best = max(best, timedelta(seconds=int(amount) * _UNIT_SECONDS[unit]))
+        best = max(best, timedelta(seconds=int(found.group(1)) * _UNIT_SECONDS[found.group(2)]))
     return best
+
+
+def _enclosing_function(expr: str, position: int) -> str:
+    """Name of the call whose parentheses hold `position` (subqueries like `(...)[15m:1m]` too)."""
+    depth = 0
+    for i in range(position - 1, -1, -1):
+        char = expr[i]
+        if char == ")":
+            depth += 1
+        elif char == "(":
+            if depth == 0:
+                name = re.search(r"([A-Za-z_][A-Za-z0-9_]*)\s*$", expr[:i])
+                return name.group(1) if name else ""
+            depth -= 1
+    return ""
 
 
 def _prose_window(text: str) -> timedelta:

@@ -91,6 +91,25 @@ def gateway_key(name: str) -> str:
     return "-".join(tokens)
 
 
+@lru_cache(maxsize=65536)
+def gateway_stems(key: str) -> frozenset[str]:
+    """A key and its leading parts that still name a model ('qwen2-5-72b' of 'qwen2-5-72b-chat').
+
+    A deployment is usually named after its model plus a purpose or version, so the gateway's
+    model name and the engine's deployment meet on their common stem; a stem must keep a size
+    or version token (a digit) or three words, so 'mistral-small' alone joins nothing.
+    """
+    if not key:
+        return frozenset()
+    tokens = key.split("-")
+    stems = {key}
+    for size in range(2, len(tokens)):
+        head = tokens[:size]
+        if size >= 3 or any(ch.isdigit() for t in head for ch in t):
+            stems.add("-".join(head))
+    return frozenset(stems)
+
+
 def _first(labels: Mapping[str, str], keys: Iterable[str]) -> str:
     for key in keys:
         value = labels.get(key)
@@ -130,8 +149,10 @@ def scope_of(labels: Mapping[str, str]) -> Scope:
     if "/" in model and not model.startswith("/"):
         model = model.rsplit("/", 1)[-1]
     route = _first(labels, ROUTE_KEYS)
-    keys = {gateway_key(v) for v in (deployment, model, route) if v}
-    keys.discard("")
+    keys: set[str] = set()
+    for value in (deployment, model, route):
+        if value:
+            keys.update(gateway_stems(gateway_key(value)))
     return Scope(
         cluster=_first(labels, CLUSTER_KEYS),
         namespace=namespace,
@@ -166,48 +187,54 @@ def _gpus(labels: Mapping[str, str], node: str) -> frozenset[str]:
 
 @dataclass
 class Topology:
-    """pod -> nodes and pod -> GPUs, learned from alerts that carry both ends.
+    """pod -> nodes and pod -> GPUs, learned from alerts that carry both ends, with a time.
 
-    Sets rather than single values, so the result does not depend on which alert came first;
-    `version` moves on each new link so callers can refresh what they derived from it.
+    A link holds from `grace` before the earliest alert that shows it: that keeps the answer a
+    function of the set of alerts (not of their arrival), while a link learned late in the day
+    cannot regroup the whole day.
     """
 
-    pod_nodes: dict[str, set[str]] = field(default_factory=dict)
-    pod_gpus: dict[str, set[str]] = field(default_factory=dict)
-    node_pods: dict[str, set[str]] = field(default_factory=dict)
-    gpu_pods: dict[str, set[str]] = field(default_factory=dict)
-    version: int = 0
+    grace: float = 600.0
+    pod_nodes: dict[str, dict[str, float]] = field(default_factory=dict)
+    pod_gpus: dict[str, dict[str, float]] = field(default_factory=dict)
+    node_pods: dict[str, dict[str, float]] = field(default_factory=dict)
+    gpu_pods: dict[str, dict[str, float]] = field(default_factory=dict)
 
-    def learn(self, scope: Scope) -> list[tuple[str, str]]:
-        """Record links in `scope`; returns the new (kind, value) ends, for replaying what they touch."""
+    def learn(self, scope: Scope, t: float) -> list[float]:
+        """Record the links `scope` shows at time t; returns from when each new or earlier link holds."""
         if not scope.pod:
             return []
-        fresh: list[tuple[str, str]] = []
-        if scope.node and scope.node not in self.pod_nodes.get(scope.pod, ()):
-            self.pod_nodes.setdefault(scope.pod, set()).add(scope.node)
-            self.node_pods.setdefault(scope.node, set()).add(scope.pod)
-            fresh.append(("node", scope.node))
-        for gpu in scope.gpus:
-            if gpu not in self.pod_gpus.get(scope.pod, ()):
-                self.pod_gpus.setdefault(scope.pod, set()).add(gpu)
-                self.gpu_pods.setdefault(gpu, set()).add(scope.pod)
-                fresh.append(("gpu", gpu))
-        if fresh:
-            self.version += 1
-        return fresh
+        changed: list[float] = []
+        ends = ([(self.pod_nodes, self.node_pods, scope.node)] if scope.node else []) + [
+            (self.pod_gpus, self.gpu_pods, gpu) for gpu in scope.gpus]
+        valid_from = t - self.grace
+        for forward, backward, value in ends:
+            known = forward.setdefault(scope.pod, {})
+            if valid_from < known.get(value, float("inf")):
+                known[value] = valid_from
+                backward.setdefault(value, {})[scope.pod] = valid_from
+                changed.append(valid_from)
+        return changed
 
-    def nodes(self, scope: Scope) -> frozenset[str]:
+    def nodes(self, scope: Scope, at: float) -> frozenset[str]:
         learned = self.pod_nodes.get(scope.pod) if scope.pod else None
+        found = {n for n, since in learned.items() if since <= at} if learned else set()
         if scope.node:
-            return frozenset(learned | {scope.node}) if learned else frozenset((scope.node,))
-        return frozenset(learned) if learned else frozenset()
+            found.add(scope.node)
+        return frozenset(found)
 
-    def gpus(self, scope: Scope) -> frozenset[str]:
+    def gpus(self, scope: Scope, at: float) -> frozenset[str]:
         learned = self.pod_gpus.get(scope.pod) if scope.pod else None
-        return frozenset(scope.gpus | learned) if learned else scope.gpus
+        if not learned:
+            return scope.gpus
+        return scope.gpus | {g for g, since in learned.items() if since <= at}
 
-    def pods_on(self, kind: str, value: str) -> set[str]:
-        return (self.node_pods if kind == "node" else self.gpu_pods).get(value, set())
+    def knows(self, pod: str) -> bool:
+        return pod in self.pod_nodes or pod in self.pod_gpus
+
+    def pods_on(self, kind: str, value: str, at: float) -> list[str]:
+        pods = (self.node_pods if kind == "node" else self.gpu_pods).get(value)
+        return [p for p, since in pods.items() if since <= at] if pods else []
 
 
 def relations(a: Scope, b: Scope, a_nodes: frozenset[str], b_nodes: frozenset[str],

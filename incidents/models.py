@@ -140,6 +140,14 @@ class Alert(models.Model):
         ]
 
     @property
+    def where(self) -> str:
+        """The narrowest place the labels name, for pages."""
+        for name in ("exported_pod", "pod", "node", "Hostname", "hostname", "instance", "model_name", "model", "service", "namespace"):
+            if self.labels.get(name):
+                return self.labels[name]
+        return ""
+
+    @property
     def key(self) -> str:
         """The occurrence key the engine and human decisions use."""
         return occurrence_key(self.fingerprint, self.starts_at)

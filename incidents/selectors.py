@@ -69,3 +69,42 @@ def incident_detail(incident_id: int) -> Incident | None:
         .filter(pk=incident_id)
         .first()
     )
+
+
+def triage_page(*, status: str = "open", limit: int = 200) -> dict:
+    incidents = list(incidents_list(status=status)[:limit])
+    alerts = chain_alerts(incidents)
+    for incident in incidents:
+        incident.chain_rows = [alerts[alert_id] for alert_id in incident.chain if alert_id in alerts]
+    return {
+        "incidents": incidents,
+        "status": status,
+        "counts": status_counts(),
+        "deliveries": list(Delivery.objects.select_related("integration").defer("body").order_by("-id")[:8]),
+    }
+
+
+def incident_page(incident_id: int) -> dict | None:
+    incident = incident_detail(incident_id)
+    if incident is None:
+        return None
+    alerts = {alert.pk: alert for alert in incident.alerts.all()}
+    candidates = list(incident.root_candidates.all())
+    missing = {c.alert_id for c in candidates} - set(alerts)
+    if missing:
+        alerts.update(Alert.objects.in_bulk(list(missing)))
+    return {
+        "incident": incident,
+        "chain": [alerts[alert_id] for alert_id in incident.chain if alert_id in alerts],
+        "alerts": list(incident.alerts.all()),
+        "candidates": [(candidate, alerts.get(candidate.alert_id)) for candidate in candidates],
+        "edges": [(edge, alerts.get(edge.cause_id), alerts.get(edge.effect_id)) for edge in incident.edges.all()],
+        "actions": list(incident.actions.select_related("by", "alert").order_by("at", "id")),
+        "merged": list(incident.merged.values_list("pk", flat=True)),
+    }
+
+
+def status_counts() -> dict[str, int]:
+    counts = dict(Incident.objects.visible().values_list("status").annotate(n=Count("id")).values_list("status", "n"))
+    return {"open": sum(n for status, n in counts.items() if status != Incident.Status.RESOLVED),
+            "resolved": counts.get(Incident.Status.RESOLVED, 0)}

@@ -8,13 +8,17 @@ from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
 from django.db import DatabaseError, DataError, IntegrityError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.shortcuts import render
+from django.contrib import messages
+from django.http import Http404
+from django.shortcuts import get_object_or_404, redirect, render
+from django.views.decorators.http import require_POST
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 
 from incidents import selectors, services
 from incidents.ingest.events import routing_key_of
-from incidents.models import Delivery, Integration
+from incidents.actions import ROLE_RANK, ActionError, incident_act, role_of
+from incidents.models import Delivery, Incident, Integration
 
 RETRY_AFTER_STORAGE_S = 5
 MAX_RECORDED_SIZE = 2**63 - 1  # a sender may claim any Content-Length; the size column is a bigint
@@ -131,4 +135,40 @@ def metrics(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
+    """The triage queue: open incidents first, newest first, root cause and chain at a glance."""
+    status = request.GET.get("status", "open")
+    if status not in ("open", "resolved", "all"):
+        status = "open"
+    return render(request, "incidents/triage.html", selectors.triage_page(status=status))
+
+
+@login_required
+def alerts_page(request: HttpRequest) -> HttpResponse:
     return render(request, "incidents/home.html", selectors.home_page())
+
+
+@login_required
+def incident_page(request: HttpRequest, incident_id: int) -> HttpResponse:
+    page = selectors.incident_page(incident_id)
+    if page is None:
+        raise Http404(f"no incident {incident_id}")
+    page["can_act"] = ROLE_RANK[role_of(request.user)] >= ROLE_RANK["responder"]
+    return render(request, "incidents/incident.html", page)
+
+
+@login_required
+@require_POST
+def incident_act_form(request: HttpRequest, incident_id: int) -> HttpResponse:
+    """The incident page's buttons and forms: the same service as the API."""
+    incident = get_object_or_404(Incident, pk=incident_id)
+    body = {key: value for key, value in request.POST.items() if key != "csrfmiddlewaretoken" and value != ""}
+    for key in ("alert_id", "into"):
+        if key in body and str(body[key]).isdigit():
+            body[key] = int(body[key])
+    try:
+        outcome = incident_act(incident=incident, user=request.user, body=body)
+    except ActionError as exc:
+        messages.error(request, exc.message)
+        return redirect("incident", incident_id=incident.pk)
+    messages.success(request, f"{body.get('action', '').replace('_', ' ')} recorded")
+    return redirect("incident", incident_id=outcome.incidents[0].pk)

@@ -174,6 +174,11 @@ CELERY_WORKER_PREFETCH_MULTIPLIER = 4
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_TASK_DEFAULT_QUEUE = "rootline"
+# Correlation runs get their own queue and worker (bin/serve): a run over a large window takes
+# seconds and runs of one key wait on each other's lock, so on the shared queue an alert storm
+# let them hold every worker process and ingestion stopped (bench/ingest, 2026-11-29).
+CELERY_CORRELATION_QUEUE = os.environ.get("ROOTLINE_CORRELATION_QUEUE", "rootline-correlation")
+CELERY_TASK_ROUTES = {"incidents.correlate_key": {"queue": CELERY_CORRELATION_QUEUE}}
 CELERY_BEAT_SCHEDULE = {
     # Every minute: deliveries still pending after a broker outage or a worker crash are enqueued again.
     "requeue-stale-deliveries": {

@@ -12,5 +12,8 @@ urlpatterns = [
     path("admin/", admin.site.urls),
     path("healthz", views.healthz, name="healthz"),
     path("metrics", views.metrics, name="metrics"),
+    path("incidents/<int:incident_id>/", views.incident_page, name="incident"),
+    path("incidents/<int:incident_id>/act/", views.incident_act_form, name="incident-act"),
+    path("alerts/", views.alerts_page, name="alerts"),
     path("", views.home, name="home"),
 ]

@@ -239,7 +239,7 @@ def test_rejected_delivery_can_be_replayed_after_a_fix(make_integration, post_ho
 
 
 @pytest.mark.django_db
-def test_home_page_query_count_does_not_grow_with_alerts(make_integration, deliver, client, django_assert_max_num_queries):
+def test_alerts_page_query_count_does_not_grow_with_alerts(make_integration, deliver, client, django_assert_max_num_queries):
     from django.contrib.auth.models import User
 
     integration = make_integration()
@@ -247,7 +247,7 @@ def test_home_page_query_count_does_not_grow_with_alerts(make_integration, deliv
         deliver(integration, am_body(*[am_alert(pod=f"pod-{batch}-{n}") for n in range(10)]))
     client.force_login(User.objects.create_user("viewer"))
     with django_assert_max_num_queries(8):
-        response = client.get("/")
+        response = client.get("/alerts/")
     assert response.status_code == 200 and response.content.count(b"pill firing") == 30
 
 

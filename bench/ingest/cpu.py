@@ -19,6 +19,8 @@ def kind(cmd: str, pgid: int) -> str:
         return "other"  # someone else's app on this machine
     if "gunicorn" in cmd:
         return "gunicorn"
+    if "celery" in cmd and "correlation" in cmd:
+        return "celery_correlation"
     if "celery" in cmd and " beat" in cmd:
         return "celery_beat"
     if "celery" in cmd:

@@ -178,7 +178,7 @@ def dcgm_labels(gpu: Gpu, pod: Pod | None) -> dict[str, str]:
     cl = node.cluster
     d = {"cluster": cl.name, "job": cl.dcgm_job, "instance": f"{node.ip}:9400", "gpu": str(gpu.index),
          "UUID": gpu.uuid, "device": f"nvidia{gpu.index}", "modelName": node.gpu_model,
-         "Hostname": node.name}
+         cl.dcgm_host_label: node.name}
     if pod is not None:
         dep = pod.deployment
         if cl.honor_labels:

@@ -80,23 +80,25 @@ _add(Kind(
     "gpu_fb", "gpu", "gpu", "critical", ("hardware", "gpu", "node-hw"), ("oom", "F1"),
     ("GPUFramebufferExhausted", "LLMGpuFramebufferLow"), ("GPUMemPressure", "DcgmFbFreeLow", "gpu-mem-headroom-low"),
     Expr("DCGM_FI_DEV_FB_FREE < 1024", 120, 15, 30, POD),
-    "GPU {gpu} on {Hostname} has {value_mib} MiB framebuffer free",
-    "DCGM_FI_DEV_FB_FREE below 1 GiB on {Hostname} GPU {gpu} ({UUID}).",
+    "GPU {gpu} on {host} has {value_mib} MiB framebuffer free",
+    "DCGM_FI_DEV_FB_FREE below 1 GiB on {host} GPU {gpu} ({UUID}).",
     signal="fbfree", threshold=1024, direction="down"))
 _add(Kind(
     "oom_killed", "ksm", "k8s", "critical", ("platform", "k8s", "kubernetes"), ("oom", "F1"),
     ("LLMPodOOMKilled", "InferenceContainerOOMKilled"), ("llm-pod-oom", "KubernetesContainerOomKiller",
                                                          "KubeContainerOOMKilled"),
-    Expr('(kube_pod_container_status_restarts_total - kube_pod_container_status_restarts_total offset 10m >= 1)'
+    Expr('((kube_pod_container_status_restarts_total - kube_pod_container_status_restarts_total offset 10m >= 1)'
          ' and ignoring (reason) min_over_time(kube_pod_container_status_last_terminated_reason'
-         '{reason="OOMKilled"}[10m]) == 1', 0, 30, 600, POD),
+         '{reason="OOMKilled"}[10m]) == 1) * on (namespace, pod) group_left (node) max by (namespace, pod, node) '
+         '(kube_pod_info)', 0, 30, 600, POD),
     "Container {container} in {namespace}/{pod} was OOMKilled",
     "Container {container} in pod {namespace}/{pod} has been OOMKilled {value_int} times in the last 10 minutes."))
 _add(Kind(
     "cuda_oom", "ksm", "k8s", "critical", ("platform", "k8s"), ("oom", "F1"),
     ("LLMEngineCUDAOOM",), ("vllm-engine-exit-error", "InferenceContainerErrorExit"),
-    Expr('increase(kube_pod_container_status_restarts_total[10m]) >= 1 and ignoring (reason)'
-         ' kube_pod_container_status_last_terminated_reason{reason="Error"} == 1', 0, 30, 600, POD),
+    Expr('(increase(kube_pod_container_status_restarts_total[10m]) >= 1 and ignoring (reason)'
+         ' kube_pod_container_status_last_terminated_reason{reason="Error"} == 1) * on (namespace, pod) '
+         'group_left (node) max by (namespace, pod, node) (kube_pod_info)', 0, 30, 600, POD),
     "Engine container {container} in {namespace}/{pod} exited with an error",
     "{namespace}/{pod} restarted after exit code 1 (torch.OutOfMemoryError: CUDA out of memory in the engine log)."))
 _add(Kind(
@@ -211,15 +213,15 @@ _add(Kind(
     "xid", "gpu", "gpu", "critical", ("hardware", "gpu", "node-hw"), ("gpu_error",),
     ("LLMGpuXidError", "GPUXidCritical"), ("DCGMXidErrors", "GpuXidError", "NvidiaGpuXid"),
     Expr("max_over_time(DCGM_FI_DEV_XID_ERRORS[5m]) > 0", 0, 20, 300, POD),
-    "Xid {value_int} on {Hostname} GPU {gpu}",
-    "GPU {gpu} ({UUID}) on {Hostname} reported Xid {value_int}: {err_msg}.",
+    "Xid {value_int} on {host} GPU {gpu}",
+    "GPU {gpu} ({UUID}) on {host} reported Xid {value_int}: {err_msg}.",
     runbook="none"))
 _add(Kind(
     "ecc", "gpu", "gpu", "critical", ("hardware", "gpu"), ("gpu_error",),
     ("LLMGpuEccDoubleBitErrors",), ("GpuEccDbeErrors", "DCGMEccDoubleBit"),
     Expr("increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[10m]) > 0", 0, 30, 600, POD),
-    "Double-bit ECC errors on {Hostname} GPU {gpu}",
-    "Uncorrectable (double-bit) ECC errors on GPU {gpu} ({UUID}) of {Hostname}; drain the node.",
+    "Double-bit ECC errors on {host} GPU {gpu}",
+    "Uncorrectable (double-bit) ECC errors on GPU {gpu} ({UUID}) of {host}; drain the node.",
     runbook="none"))
 _add(Kind(
     "disconnects", "istio", "slo", "warning", ("serving", "gateway"), ("timeout", "F3"),
@@ -269,7 +271,7 @@ _add(Kind(
     direction="down"))
 _add(Kind(
     "cert", "static", "misc", "warning", ("serving",), ("other",),
-    ("CertificateExpiringSoon",), ("SSLCertExpiringSoon", "CertManagerCertExpirySoon"),
+    ("CertificateExpiringSoon",), ("SSLCertExpiringSoon", "BlackboxSslCertificateWillExpireSoon"),
     Expr("probe_ssl_earliest_cert_expiry - time() < 86400 * 14", 600, 0, 0, POD),
     "TLS certificate of {instance} expires in {value_int} days",
     "The certificate served at {instance} expires in less than 14 days.", runbook="none"))
@@ -300,7 +302,7 @@ _add(Kind(
     "gpu_temp", "gpu", "gpu", "warning", ("hardware", "gpu"), ("gpu_error",),
     ("LLMGpuTemperatureHigh",), ("GPUHighTemperature", "DcgmGpuTempHigh"),
     Expr("DCGM_FI_DEV_GPU_TEMP > 85", 300, 0, 60, POD),
-    "GPU {gpu} on {Hostname} at {value_int} C", "GPU temperature above 85 C on {Hostname} GPU {gpu}.",
+    "GPU {gpu} on {host} at {value_int} C", "GPU temperature above 85 C on {host} GPU {gpu}.",
     runbook="none"))
 
 

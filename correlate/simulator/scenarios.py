@@ -32,10 +32,11 @@ def frag_oom(s: Story, dep: Deployment, t0: int, inc: Incident | None, *, slow: 
     t_cl = t_oom + 6 * M
     t_fix = t_cl + crash_minutes * M
     out = {}
-    out["frag"] = s.fire("kv_frag", pod, t0, t_oom, inc=inc, root=True, slow=slow)
-    out["kv"] = s.fire("kv_usage", pod, t0 + 11 * M, t_oom, inc=inc)
+    cut = t_oom + 5 * NS  # the OOM wipes the pool: the signals drop with it
+    out["frag"] = s.fire("kv_frag", pod, t0, cut, inc=inc, root=True, slow=slow, decay_s=5)
+    out["kv"] = s.fire("kv_usage", pod, t0 + 11 * M, cut, inc=inc, decay_s=5)
     if fb_alert:
-        out["fb"] = s.fire("gpu_fb", pod, t0 + 19 * M, t_oom, inc=inc, peak=420)
+        out["fb"] = s.fire("gpu_fb", pod, t0 + 19 * M, cut, inc=inc, peak=420, decay_s=5)
     s.effect("fb", pod, 0.95, 0.985, t0 + 15 * M, t_oom) if not fb_alert else None
     back = s.oom(pod, t_oom)
     s.effect("kv", pod, 0.8, 0.97, back + 2 * M, t_cl, ramp_s=120)

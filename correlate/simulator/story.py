@@ -86,6 +86,15 @@ class Story:
                 am.Route(f"{org}-dc-oncall", ("cluster", "namespace"), 60, 600, 3 * 3600),
             )),
         }
+        ra = rng_for("am", seed)
+        pager_repeat = ra.choice([1800, 2700, 3600])
+        default_repeat = ra.choice([2 * 3600, 3 * 3600, 4 * 3600])
+        self.am_configs["central"] = am.AlertmanagerConfig("central", w.am_urls["central"], (
+            am.Route("rootline-pager", ra.choice([("alertname", "cluster", "namespace"), ("cluster", "namespace")]),
+                     30, ra.choice([60, 120, 180]), pager_repeat, (("severity", "critical"),)),
+            am.Route("rootline", ra.choice([("namespace",), ("alertname", "cluster"), ("cluster", "namespace")]),
+                     30, ra.choice([180, 300]), default_repeat),
+        ))
         r = rng_for("ksm", seed)
         self.ksm_ips = {c.name: f"10.{r.randint(64, 127)}.{r.randint(0, 255)}.{r.randint(2, 250)}"
                         for c in w.clusters}
@@ -148,7 +157,8 @@ class Story:
              root: bool = False, slow: bool = False, peak: float | None = None, delay_s: float = 0,
              pods: list[Pod] | None = None, value: float | None = None, labelled: bool | None = None,
              name_idx: int | None = None, bump: bool = True, labels: dict[str, str] | None = None,
-             severity: str | None = None, threshold: float | None = None) -> am.Occurrence:
+             severity: str | None = None, threshold: float | None = None,
+             decay_s: float = 240) -> am.Occurrence:
         """One alert occurrence of rule `kind_name` on `target`: the watched condition holds from
         `cross` to `until` (None: still firing at the end); startsAt and endsAt follow the rule's
         lag, `for` and eval ticks. `threshold` overrides the rule's (after a threshold edit)."""
@@ -193,7 +203,7 @@ class Story:
         if dep is not None:
             self.touch(dep, starts, ends or starts)
         if signal and bump:
-            self._bump(kind, signal, dep, pod, gpu, node, pods, cross, until, pk, occ, threshold)
+            self._bump(kind, signal, dep, pod, gpu, node, pods, cross, until, pk, occ, threshold, decay_s)
         self.occs.append(occ)
         self._place(occ, inc, root)
         return occ
@@ -207,7 +217,10 @@ class Story:
         if src == "frag":
             return frag_labels(pod)
         if src == "ksm":
-            return ksm_labels(pod, self.ksm_ips[dep.cluster.name])
+            labels = ksm_labels(pod, self.ksm_ips[dep.cluster.name])
+            if kind.name in ("oom_killed", "cuda_oom"):
+                labels["node"] = pod.node.name
+            return labels
         if src == "gpu":
             return dcgm_labels(gpu, pod)
         if src == "deployment":
@@ -230,6 +243,7 @@ class Story:
     def _annotations(self, kind: Kind, expr: Expr, name: str, labels: dict[str, str], value: float,
                      cluster) -> dict[str, str]:
         fmt = _SafeDict(labels)
+        fmt["host"] = labels.get("Hostname") or labels.get("hostname") or labels.get("node", "")
         fmt.update({"value_pct": f"{value * 100:.1f}%", "value_int": f"{int(round(value))}",
                     "value_s": f"{value:.2f}s", "value_ms": f"{value * 1000:.0f}ms", "value_rate": f"{value:.2f}",
                     "value_x": f"{value:.1f}x", "value_mib": f"{int(value)}"})
@@ -244,7 +258,7 @@ class Story:
         return ann
 
     def _bump(self, kind: Kind, signal: str, dep, pod, gpu, node, pods, cross: int, until: int | None, peak: float,
-              occ: am.Occurrence, threshold: float | None = None) -> None:
+              occ: am.Occurrence, threshold: float | None = None, decay_s: float = 240) -> None:
         until = until if until is not None else cross + 24 * 60 * MINUTE
         thr = kind.threshold if threshold is None else threshold
         direction = kind.direction
@@ -268,7 +282,7 @@ class Story:
             keys = [pod.name]
         for key in keys:
             base = None
-            self.tel.bump(signal, key, thr, peak, cross, until, direction, base=base)
+            self.tel.bump(signal, key, thr, peak, cross, until, direction, decay_s=decay_s, base=base)
         if dep is not None and signal in FAMILY_OF_SIGNAL:
             dep.families.add(FAMILY_OF_SIGNAL[signal])
         if dep is not None and signal in ("frag", "preempt"):

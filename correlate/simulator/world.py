@@ -122,6 +122,7 @@ class Cluster:
     style: dict[str, int] = field(default_factory=dict)
     synonyms: dict[str, int] = field(default_factory=dict)
     dcgm_pods: dict[str, str] = field(default_factory=dict)
+    dcgm_host_label: str = "Hostname"
 
 
 class World:
@@ -182,6 +183,7 @@ class World:
             ext_labels=ext, eval_frac_ns=fracs,
             namespaces=rng.sample(NAMESPACES, 3),
         )
+        cluster.dcgm_host_label = "hostname" if rng.random() < 0.25 else "Hostname"
         gpu_model, fb, tag = rng.choice(GPU_TYPES[:3]) if provider != "aks" else rng.choice(GPU_TYPES)
         for n in range(rng.randint(5, 7)):
             cluster.nodes.append(self._node(cluster, gpu_model, fb, tag, n))

@@ -150,7 +150,7 @@ def test_late_arrival_is_placed_by_event_time():
 def test_learned_pod_to_node_link_regroups_earlier_alerts():
     oom = make_alert("LLMEngineContainerCrashLoop", "02:05", pod=POD, **LABELS)
     xid = make_alert("DCGMXidErrors", "02:00", Hostname="gpu-node-3", gpu="1", **LABELS)
-    teacher = make_alert("KubePodInfoNode", "05:00", pod=POD, node="gpu-node-3", **LABELS)
+    teacher = make_alert("KubePodInfoNode", "02:09", pod=POD, node="gpu-node-3", **LABELS)
     correlator = Correlator(CATALOG)
     correlator.add(oom)
     correlator.add(xid)
@@ -159,6 +159,13 @@ def test_learned_pod_to_node_link_regroups_earlier_alerts():
     grouped = only(correlator.incidents(), "DCGMXidErrors")
     assert "LLMEngineContainerCrashLoop" in names(grouped)
     assert [i.alert_keys for i in correlator.incidents()] == [i.alert_keys for i in correlate([teacher, xid, oom], catalog=CATALOG)]
+
+
+def test_a_link_learned_hours_later_does_not_regroup_the_past():
+    crash = make_alert("LLMEngineContainerCrashLoop", "02:05", pod=POD, **LABELS)
+    xid = make_alert("DCGMXidErrors", "02:00", Hostname="gpu-node-3", gpu="1", **LABELS)
+    teacher = make_alert("KubePodInfoNode", "05:00", pod=POD, node="gpu-node-3", **LABELS)
+    assert len(correlate([crash, xid, teacher], catalog=CATALOG)) == 3
 
 
 def test_merge_decision_survives_later_alerts():

@@ -51,17 +51,22 @@ def test_relations_between_siblings_pods_and_nodes():
     a = scope_of({"pod": "vllm-a-6c5d8f7b9c-abcde", "node": "n1"})
     b = scope_of({"pod": "vllm-a-6c5d8f7b9c-fghjk"})
     gpu = scope_of({"Hostname": "n1", "gpu": "0"})
-    topo.learn(a)
-    rel = relations(a, b, topo.nodes(a), topo.nodes(b), topo.gpus(a), topo.gpus(b))
+    topo.learn(a, 1000.0)
+    rel = relations(a, b, topo.nodes(a, 1000.0), topo.nodes(b, 1000.0), topo.gpus(a, 1000.0), topo.gpus(b, 1000.0))
     assert "sibling" in rel and "same_pod" not in rel
-    assert "same_node" in relations(a, gpu, topo.nodes(a), topo.nodes(gpu), topo.gpus(a), topo.gpus(gpu))
+    assert "same_node" in relations(a, gpu, topo.nodes(a, 1000.0), topo.nodes(gpu, 1000.0),
+                                    topo.gpus(a, 1000.0), topo.gpus(gpu, 1000.0))
 
 
-def test_links_learned_from_one_alert_relate_others():
-    topo = Topology()
+def test_links_learned_from_one_alert_relate_others_from_shortly_before_it():
+    topo = Topology(grace=600.0)
     pod_only = scope_of({"pod": "vllm-a-6c5d8f7b9c-abcde"})
     gpu_only = scope_of({"Hostname": "n1", "gpu": "3"})
     assert topo.learn(scope_of({"exported_pod": "vllm-a-6c5d8f7b9c-abcde", "pod": "dcgm-exporter-aaaaa",
-                                "Hostname": "n1", "gpu": "3"}))
-    rel = relations(pod_only, gpu_only, topo.nodes(pod_only), topo.nodes(gpu_only), topo.gpus(pod_only), topo.gpus(gpu_only))
+                                "Hostname": "n1", "gpu": "3"}), 5000.0) == [4400.0, 4400.0]
+    at = 4500.0
+    rel = relations(pod_only, gpu_only, topo.nodes(pod_only, at), topo.nodes(gpu_only, at),
+                    topo.gpus(pod_only, at), topo.gpus(gpu_only, at))
     assert {"same_gpu", "same_node"} <= rel
+    assert topo.nodes(pod_only, 4000.0) == frozenset()
+    assert topo.learn(scope_of({"pod": "vllm-a-6c5d8f7b9c-abcde", "node": "n1"}), 9000.0) == []

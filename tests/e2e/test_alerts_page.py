@@ -30,6 +30,7 @@ def test_sign_in_lands_on_alerts_and_sender_text_is_escaped(live_server, page, s
     page.fill("#id_password", "correct horse battery")
     page.click("button[type=submit]")
     page.wait_for_url(live_server.url + "/")
+    page.goto(live_server.url + "/alerts/")
     screenshot("alerts-page")
 
     assert page.locator("h1").inner_text().startswith("Alerts")

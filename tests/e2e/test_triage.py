@@ -1,0 +1,59 @@
+"""Triage at 2 a.m.: the queue shows the cascade as one incident rooted at fragmentation, the
+incident page shows the chain, and acknowledging it from the page works."""
+from __future__ import annotations
+
+import pytest
+from django.contrib.auth.models import Group, User
+
+from incidents.models import Alert, IncidentAction
+from tests.incidents.conftest import am_body, cascade
+
+pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
+
+
+def sign_in(page, live_server, username: str, password: str) -> None:
+    page.goto(live_server.url + "/accounts/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("button[type=submit]")
+    page.wait_for_url(live_server.url + "/")
+
+
+def test_triage_queue_and_incident_page_let_a_responder_acknowledge(live_server, page, screenshot, make_integration, deliver):
+    responder = User.objects.create_user("oncall", password="night shift 42")
+    responder.groups.add(Group.objects.get_or_create(name="responder")[0])
+    integration = make_integration()
+    for alert in cascade():
+        deliver(integration, am_body(alert))
+    incident = Alert.objects.get(alertname="LLMContainerOOMKilled").incident
+
+    sign_in(page, live_server, "oncall", "night shift 42")
+    screenshot("triage-queue")
+    row = page.locator("tr", has_text=f"#{incident.pk}")
+    assert "KVCacheFragmentationHigh" in row.inner_text() and "open" in row.inner_text()
+
+    row.locator("a").first.click()
+    page.wait_for_url(f"{live_server.url}/incidents/{incident.pk}/")
+    chain = page.locator("ol.chainlist li").all_inner_texts()
+    assert "KVCacheFragmentationHigh" in chain[0]
+    assert any("LLMContainerOOMKilled" in item for item in chain[1:])
+    page.click("button:has-text('Acknowledge')")
+    page.wait_for_url(f"{live_server.url}/incidents/{incident.pk}/")
+    assert page.locator(".flash").inner_text() == "acknowledge recorded"
+    page.fill("input[name=text]", "<script>alert(1)</script> checking pod-2")
+    page.click("button:has-text('Note')")
+    screenshot("incident-page")
+    assert "<script>alert(1)</script> checking pod-2" in page.locator(".card", has_text="What people did").inner_text()
+    assert list(IncidentAction.objects.filter(incident=incident).values_list("action", "by__username")) == [
+        ("acknowledge", "oncall"), ("note", "oncall")]
+
+
+def test_a_viewer_sees_no_action_buttons(live_server, page, make_integration, deliver):
+    User.objects.create_user("watcher", password="read only 42").groups.add(Group.objects.get_or_create(name="viewer")[0])
+    integration = make_integration()
+    deliver(integration, am_body(*cascade()[:2]))
+    incident = Alert.objects.get(alertname="KVCacheFragmentationHigh").incident
+    sign_in(page, live_server, "watcher", "read only 42")
+    page.goto(f"{live_server.url}/incidents/{incident.pk}/")
+    assert page.locator("button:has-text('Acknowledge')").count() == 0
+    assert "KVCacheFragmentationHigh" in page.locator("h1").inner_text() + page.content()
