@@ -27,7 +27,7 @@ FAILURE_MODES = (
 ANY_MODE = "*"
 SCOPE_RELATIONS = (
     "same_pod", "same_gpu", "same_node", "same_deployment", "sibling", "same_model",
-    "gateway", "same_namespace", "same_cluster", "in_change_scope",
+    "gateway", "same_namespace", "same_cluster", "in_change_scope", "co_located",
 )
 
 

@@ -188,7 +188,8 @@ class _Partition:
             for y in reversed(bucket):
                 if y.t < change.t - engine.rule_edit_window:
                     break
-                found[id(y)] = y
+                if engine.rule_edit_covers(change, y):
+                    found[id(y)] = y
             return list(found.values())
         for index_key in keys:
             for y in reversed(self.index.get(index_key, [])):
@@ -450,12 +451,21 @@ class Correlator:
 
     def _link_rule_edit(self, edit: _Entry, x: _Entry, dt: float) -> bool:
         """A rule edit belongs with the alert it edits; it caused it only if that fired at once."""
-        if x.alert.alertname != edit.alert.alertname or dt < -self.slack or dt > self.rule_edit_window:
-            return False
-        if edit.scope.namespace and x.scope.namespace and edit.scope.namespace != x.scope.namespace:
+        if dt < -self.slack or dt > self.rule_edit_window or not self.rule_edit_covers(edit, x):
             return False
         if dt <= self.rule_edit_causal:
             x.edges.append((edit, x, "rule_edit->same_alert", dt, "same_alertname"))
+        return True
+
+    def rule_edit_covers(self, edit: _Entry, x: _Entry) -> bool:
+        """The edited rule's alert, in the namespace and workload the edit names (when it names them)."""
+        if x.alert.alertname != edit.alert.alertname or x.mode == "change":
+            return False
+        if edit.scope.namespace and x.scope.namespace and edit.scope.namespace != x.scope.namespace:
+            return False
+        if edit.scope.deployment or edit.scope.model or edit.scope.route or edit.scope.pod:
+            rel = relations(edit.scope, x.scope, edit.nodes, x.nodes, edit.gpus, x.gpus)
+            return in_change_scope(edit.scope, x.scope, x.nodes, rel)
         return True
 
     def is_open(self, agg: list, t: float) -> bool:

@@ -100,13 +100,13 @@ def _reach(start: str, outgoing: dict[str, list[Edge]], neighbours: dict[str, li
 
 
 def _best_incoming(members: list[Member], incoming: dict[str, list[Edge]], catalog: Catalog) -> tuple[Edge, ...]:
-    """One edge per effect: the deepest cause, then the tightest lag, so the tree reads cleanly."""
+    """One edge per effect: its most direct cause (the shortest lag), so the tree reads cleanly."""
     depth = {m.key: m.depth for m in members}
     chosen: list[Edge] = []
     for member in members:
         options = incoming.get(member.key)
         if options:
-            chosen.append(min(options, key=lambda e: (-depth[e.cause], abs(e.lag_seconds), e.cause)))
+            chosen.append(min(options, key=lambda e: (e.lag_seconds < 0, abs(e.lag_seconds), -depth[e.cause], e.cause)))
     return tuple(chosen)
 
 

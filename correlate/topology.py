@@ -119,8 +119,17 @@ def _first(labels: Mapping[str, str], keys: Iterable[str]) -> str:
 
 
 def _is_exporter_pod(labels: Mapping[str, str], pod: str) -> bool:
-    job = labels.get("job", "")
-    return bool(EXPORTER_POD.search(pod)) or ("dcgm" in job.lower() and "exported_pod" not in labels)
+    """Whether `pod` is the exporter that scraped the metric rather than the workload it maps.
+
+    dcgm-exporter maps GPUs to the workload's namespace/pod/container; without that mapping (or
+    when Prometheus renamed them to exported_*) the pod label is the exporter's DaemonSet pod.
+    """
+    if EXPORTER_POD.search(pod):
+        return True
+    if "dcgm" not in labels.get("job", "").lower() or "exported_pod" in labels:
+        return False
+    container = labels.get("container", "")
+    return not container or bool(EXPORTER_POD.search(container)) or _looks_like_monitoring(labels.get("namespace", ""))
 
 
 def _node_from_instance(labels: Mapping[str, str]) -> str:
@@ -249,7 +258,9 @@ def relations(a: Scope, b: Scope, a_nodes: frozenset[str], b_nodes: frozenset[st
     if a_gpus and b_gpus and not a_gpus.isdisjoint(b_gpus):
         found.add("same_gpu")
     if a_nodes and b_nodes and not a_nodes.isdisjoint(b_nodes):
-        found.add("same_node")
+        # Two different pods sharing a node are neighbours, not one trouble: only a node- or
+        # GPU-level alert (no pod) relates to the pods on its node.
+        found.add("co_located" if a.pod and b.pod and a.pod != b.pod else "same_node")
     if a.deployment and a.deployment == b.deployment and same_ns:
         found.update(("same_deployment", "sibling"))
     if a.model and a.model == b.model:

@@ -108,3 +108,29 @@ def status_counts() -> dict[str, int]:
     counts = dict(Incident.objects.visible().values_list("status").annotate(n=Count("id")).values_list("status", "n"))
     return {"open": sum(n for status, n in counts.items() if status != Incident.Status.RESOLVED),
             "resolved": counts.get(Incident.Status.RESOLVED, 0)}
+
+
+def incidents_as_truth(*, since=None) -> dict:
+    """Stored incidents in the simulator's truth.json shape, to score the app like the engine."""
+    alerts = Alert.objects.all() if since is None else Alert.objects.filter(starts_at__gte=since)
+    groups: dict[int, list[Alert]] = {}
+    noise = []
+    for alert in alerts.order_by("starts_at", "id"):
+        if alert.incident_id is None:
+            noise.append(occurrence_document(alert))
+        else:
+            groups.setdefault(alert.incident_id, []).append(alert)
+    roots = dict(Incident.objects.filter(pk__in=list(groups)).values_list("pk", "root_alert"))
+    incidents = []
+    for incident_id, members in sorted(groups.items()):
+        root = next((alert for alert in members if alert.pk == roots.get(incident_id)), None)
+        incidents.append({
+            "id": str(incident_id),
+            "root": occurrence_document(root) if root else None,
+            "alerts": [occurrence_document(alert) for alert in members],
+        })
+    return {"incidents": incidents, "noise": noise}
+
+
+def occurrence_document(alert: Alert) -> dict[str, str]:
+    return {"fingerprint": alert.fingerprint, "starts_at": alert.starts_at.isoformat().replace("+00:00", "Z")}

@@ -374,8 +374,21 @@ def deliveries_process(deliveries: list[Delivery]) -> None:
         delivery.processed_at = now
         delivery.error = ""
     rounds.flush()
-    Delivery.objects.bulk_update(deliveries, ["status", "accepted", "rejected", "processed_at", "attempts", "error"])
+    deliveries_save_outcome(deliveries)
     correlation_enqueue(keys)
+
+
+def deliveries_save_outcome(deliveries: list[Delivery]) -> None:
+    """One UPDATE per distinct outcome (in a storm: one for the whole batch), where bulk_update
+    built a CASE per row and field (0.3 ms of CPU per delivery)."""
+    fields = ("status", "accepted", "rejected", "processed_at", "attempts", "error")
+    groups: dict[str, tuple[dict, list[int]]] = {}
+    for delivery in deliveries:
+        values = {name: getattr(delivery, name) for name in fields}
+        key = repr(sorted(values.items()))
+        groups.setdefault(key, (values, []))[1].append(delivery.pk)
+    for values, ids in groups.values():
+        Delivery.objects.filter(pk__in=ids).update(**values)
 
 
 class OccurrenceRounds:

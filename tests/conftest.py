@@ -141,8 +141,9 @@ def deliver(post_hook, django_capture_on_commit_callbacks):
 
 
 @pytest.fixture
-def celery_worker_process(transactional_db, settings):
-    """A real Celery worker (a separate process) on the configured broker and the test database."""
+def start_workers(transactional_db):
+    """Start real Celery workers (separate processes) on the configured broker and the test
+    database; all are stopped at the end of the test."""
     broker = require_broker()
     require_postgres()
     from django.db import connection
@@ -158,19 +159,35 @@ def celery_worker_process(transactional_db, settings):
     import redis
 
     redis.Redis.from_url(broker).flushdb()
-    process = subprocess.Popen(
-        [sys.executable, "-m", "celery", "-A", "rootline", "worker", "--loglevel", "INFO", "--concurrency", "2",
-         "-Q", "rootline", "--without-heartbeat", "--without-mingle", "--without-gossip", "-n", f"test-{os.getpid()}@%h"],
-        cwd=ROOT, env=env, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )
-    try:
+    processes: list[subprocess.Popen] = []
+
+    def start(count: int = 1, concurrency: int = 2) -> list[subprocess.Popen]:
+        from django.conf import settings
+
         from rootline.celery import app
 
-        wait_until(lambda: app.control.ping(timeout=0.5), timeout=30, what="the Celery worker to answer a ping")
-        yield process
-    finally:
+        for _ in range(count):
+            name = f"test-{os.getpid()}-{len(processes)}@%h"
+            processes.append(subprocess.Popen(
+                [sys.executable, "-m", "celery", "-A", "rootline", "worker", "--loglevel", "WARNING", "--concurrency", str(concurrency),
+                 "-Q", f"rootline,{settings.CELERY_CORRELATION_QUEUE}", "--without-heartbeat", "--without-mingle", "--without-gossip", "-n", name],
+                cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+            ))
+        wait_until(lambda: len(app.control.ping(timeout=0.5) or []) >= len(processes), timeout=45,
+                   what=f"{len(processes)} Celery workers to answer a ping")
+        return processes
+
+    yield start
+    for process in processes:
         process.terminate()
+    for process in processes:
         try:
             process.wait(timeout=15)
         except subprocess.TimeoutExpired:
             process.kill()
+
+
+@pytest.fixture
+def celery_worker_process(start_workers):
+    """One real Celery worker."""
+    return start_workers(1)[0]

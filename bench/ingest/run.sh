@@ -7,11 +7,11 @@
 #   bench/ingest/run.sh                 # the whole comparison, ~4 min
 #   SKIP_PEERS=1 bench/ingest/run.sh    # only Rootline
 #
-# env: N1=12000 (alerts, bodies of 1)  N100=150000 (alerts, bodies of 100)  C=8
+# env: N1=10000 (alerts, bodies of 1)  N100=100000 (alerts, bodies of 100)  C=8
 #      PEER_N=1500 (alerta, each of its 4 runs)  AM_N=10000  AM_BIG=100000  PG_ROWS=100000
-#      WEB_WORKERS / WEB_THREADS / WORKER_CONCURRENCY (passed to bin/serve)  PORT (free port)
+#      WEB_WORKERS=2 WEB_THREADS=4 WORKER_CONCURRENCY=2 (passed to bin/serve)  PORT (free port)
 #      BENCH_DB=rootline_bench  BENCH_REDIS_DB=12 (flushed at start: keep it for this bench)
-#      MAX_SECONDS=60 (per load run)  DRAIN_TIMEOUT=300  PROFILE=1 (py-spy the web + worker)
+#      MAX_SECONDS=40 (per load run)  DRAIN_TIMEOUT=300  PROFILE=1 (py-spy the web + worker)
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
@@ -19,14 +19,14 @@ TESTBED=${TESTBED:-$(cd "$ROOT/../shared/testbed" && pwd)}
 cd "$ROOT"
 BIN=${BIN:-$ROOT/.venv/bin}
 PY="$BIN/python"
-N1=${N1:-12000}
-N100=${N100:-150000}
+N1=${N1:-10000}
+N100=${N100:-100000}
 C=${C:-8}
 PEER_N=${PEER_N:-1500}
 AM_N=${AM_N:-10000}
 AM_BIG=${AM_BIG:-100000}
 PG_ROWS=${PG_ROWS:-100000}
-MAX_SECONDS=${MAX_SECONDS:-60}
+MAX_SECONDS=${MAX_SECONDS:-40}
 DRAIN_TIMEOUT=${DRAIN_TIMEOUT:-300}
 BENCH_DB=${BENCH_DB:-rootline_bench}
 BENCH_REDIS_DB=${BENCH_REDIS_DB:-12}
@@ -75,6 +75,9 @@ BASE="http://127.0.0.1:$PORT"
 
 # --- Rootline, as `make serve` runs it -------------------------------------------------------------
 # setsid: bin/serve leads its own process group, so everything it started can be stopped together.
+export WEB_WORKERS=${WEB_WORKERS:-2} WEB_THREADS=${WEB_THREADS:-4} WORKER_CONCURRENCY=${WORKER_CONCURRENCY:-2}
+printf '{"mode": "config", "web_workers": %s, "web_threads": %s, "worker_concurrency": %s, "n1": %s, "n100": %s, "c": %s, "started": "%s"}\n' \
+  "$WEB_WORKERS" "$WEB_THREADS" "$WORKER_CONCURRENCY" "$N1" "$N100" "$C" "$(date -u +%FT%TZ)" >> "$RES"
 PORT=$PORT BIN=$BIN setsid bash bin/serve > "$WORK/serve.log" 2>&1 &
 SERVE_PID=$!
 python3 "$TESTBED/tbutil.py" wait-http "$BASE/healthz" 60 || { echo "rootline not up"; tail -30 "$WORK/serve.log"; exit 1; }

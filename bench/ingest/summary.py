@@ -38,6 +38,12 @@ def main(path: str) -> None:
             cells = ", ".join(f"{m} {r[m]['rows_per_s']:,.0f} rows/s" for m in ("copy", "executemany", "row_commit") if m in r)
             print(f"| PostgreSQL 15 raw, {idx} ({r['rows']:,} rows) | - | {r['rows']:,} | {cells} | | | | | | | |")
     for r in rows:
+        if r.get("mode") == "config":
+            print(f"\nRootline config: gunicorn {r['web_workers']} workers x {r['web_threads']} threads, "
+                  f"ingest worker concurrency {r['worker_concurrency']}, {r['c']} senders, started {r['started']}.")
+        if r.get("mode") == "cpu":
+            print(f"CPU seconds during {r['label']} ({r['wall_s']} s wall): {r['cpu_s']}")
+    for r in rows:
         if r.get("mode") == "check":
             print(f"\nRootline check: {r['alerts']:,} alert rows, {r['distinct_occurrences']:,} distinct (fingerprint, starts_at), "
                   f"{r['deliveries']:,} deliveries, {r['not_processed']} not processed.")

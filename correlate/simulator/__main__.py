@@ -23,7 +23,10 @@ def main(argv: list[str] | None = None) -> int:
     if not (args.scenario and args.start and args.out):
         parser.error("--scenario, --start and --out are required (or --list)")
     began = time.perf_counter()
-    sizes = simulate(args.scenario, args.start, args.seed, args.out)
+    try:
+        sizes = simulate(args.scenario, args.start, args.seed, args.out)
+    except ValueError as exc:  # an unreadable --start
+        parser.error(str(exc))
     took = time.perf_counter() - began
     summary = ", ".join(f"{name} {size} B" for name, size in sizes.items())
     print(f"{args.scenario} seed {args.seed} -> {args.out}: {summary} ({took:.2f} s)", file=sys.stderr)

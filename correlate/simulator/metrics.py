@@ -13,7 +13,7 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 
 from .core import NS, om_ts, rng_for
-from .world import Deployment, Gpu, Node, Pod
+from .world import ENGINES, Deployment, Gpu, Node, Pod, metric_name
 
 TTFT_BUCKETS = (0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 TPOT_BUCKETS = (0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5)
@@ -31,38 +31,37 @@ BASELINES = {
 
 @dataclass
 class Bump:
-    t0: int
-    t1: int
-    t2: int
-    t3: int
-    base: float
-    peak: float
+    """A piecewise-linear excursion from a baseline: [(time, value), ...], outside it no effect."""
+    points: tuple[tuple[int, float], ...]
 
     def value(self, t: int) -> float | None:
-        if t < self.t0 or t > self.t3:
+        pts = self.points
+        if t < pts[0][0] or t > pts[-1][0]:
             return None
-        if t < self.t1:
-            return self.base + (self.peak - self.base) * (t - self.t0) / max(1, self.t1 - self.t0)
-        if t <= self.t2:
-            return self.peak
-        return self.peak + (self.base - self.peak) * (t - self.t2) / max(1, self.t3 - self.t2)
+        for (t0, v0), (t1, v1) in zip(pts, pts[1:]):
+            if t <= t1:
+                return v0 if t1 == t0 else v0 + (v1 - v0) * (t - t0) / (t1 - t0)
+        return pts[-1][1]
 
 
 def make_bump(base: float, threshold: float, peak: float, cross: int, until: int,
               ramp_s: float = 360, decay_s: float = 240) -> Bump:
-    """A trapezoid leaving `base`, crossing `threshold` at `cross`, back across it at `until`."""
+    """Leaves `base` `ramp_s` before `cross`, crosses `threshold` exactly at `cross`, reaches `peak`
+    (at the same slope, but within 5 minutes and 4 ramps), holds, falls back across `threshold` exactly at
+    `until` and reaches `base` `decay_s` later."""
     span = threshold - base
     full = peak - base
     if span == 0 or full == 0 or (span > 0) != (full > 0):
         raise ValueError("bump must cross its threshold")
-    ramp_ns = ramp_s * NS
-    t0 = int(cross - ramp_ns)
-    t1 = int(cross + ramp_ns * (peak - threshold) / span)
-    t2 = int(until - decay_s * NS * (peak - threshold) / full)
-    if t2 < t1:
-        t2 = t1
-    t3 = int(t2 + decay_s * NS)
-    return Bump(t0, t1, t2, t3, base, peak)
+    rise = min(ramp_s * (peak - threshold) / span, 300.0, max(30.0, 4 * ramp_s))
+    fall = min(decay_s * (peak - threshold) / full, 240.0)
+    t_peak = int(cross + rise * NS)
+    t_hold = max(t_peak, int(until - fall * NS))
+    if t_hold == t_peak and until < t_peak:  # too short to reach the peak: a spike
+        return Bump(((int(cross - ramp_s * NS), base), (cross, threshold), (max(cross + 1, until), threshold),
+                     (int(until + decay_s * NS), base)))
+    return Bump(((int(cross - ramp_s * NS), base), (cross, threshold), (t_peak, peak), (t_hold, peak),
+                 (max(t_hold, until), threshold), (int(max(t_hold, until) + decay_s * NS), base)))
 
 
 @dataclass
@@ -150,9 +149,16 @@ def _lognorm_cdf(x: float, median: float, sigma: float) -> float:
 
 
 def vllm_labels(pod: Pod) -> dict[str, str]:
+    """The engine's scrape labels (SGLang adds engine_type/tp_rank, trtllm-serve engine_type)."""
     dep = pod.deployment
-    return {"cluster": dep.cluster.name, "namespace": dep.namespace, "pod": pod.name, "instance": f"{pod.ip}:8000",
-            "job": dep.job, "model_name": dep.served_name}
+    labels = {"cluster": dep.cluster.name, "namespace": dep.namespace, "pod": pod.name,
+              "instance": f"{pod.ip}:{30000 if dep.engine == 'sglang' else 8000}", "job": dep.job,
+              "model_name": dep.served_name}
+    if dep.engine == "sglang":
+        labels.update({"engine_type": "unified", "tp_rank": "0"})
+    elif dep.engine == "trtllm":
+        labels["engine_type"] = "trtllm"
+    return labels
 
 
 def frag_labels(pod: Pod) -> dict[str, str]:
@@ -228,27 +234,32 @@ class Renderer:
     def pods(self, dep: Deployment) -> list[Pod]:
         return list(dep.old_pods) + list(dep.pods)
 
-    def render(self, deployments: list[Deployment], gpus_extra: list[tuple[Gpu, Pod | None, str]],
-               nodes: list[tuple[Node, str]]) -> str:
+    def render(self, deployments: list[Deployment], nodes: list[tuple[Node, str]]) -> str:
         tel = self.tel
         w = self.out.append
         deps = [d for d in deployments if d.name in tel.windows]
 
-        def gauge_family(name: str, help_: str, signal: str, labeller, as_int: bool = False,
-                         noise: float = 0.02, need: str | None = None) -> None:
-            chosen = [d for d in deps if need is None or need in d.families]
-            if not chosen:
-                return
-            self.family(name, "gauge", help_)
-            for dep in chosen:
-                self._gauge_rows(name, dep, signal, labeller, noise=noise, cap=1e9, as_int=as_int)
+        def by_engine(vllm_name: str, need: str | None = None) -> list[tuple[str, list[Deployment]]]:
+            out = []
+            for engine in ENGINES:
+                name = metric_name(engine, vllm_name)
+                chosen = [d for d in deps if d.engine == engine and (need is None or need in d.families)]
+                if name and chosen:
+                    out.append((name, chosen))
+            return out
 
-        if any(d.kv_series for d in deps):
-            self.family("vllm:kv_cache_usage_perc", "gauge", "KV-cache usage. 1 means 100 percent usage.")
-            for dep in deps:
-                if not dep.kv_series:
+        def gauge_family(vllm_name: str, help_: str, signal: str, as_int: bool = False, noise: float = 0.02,
+                         need: str | None = None, cap: float = 1e9) -> None:
+            for name, chosen in by_engine(vllm_name, need):
+                chosen = [d for d in chosen if signal != "kv" or d.kv_series]
+                if not chosen:
                     continue
-                self._gauge_rows("vllm:kv_cache_usage_perc", dep, "kv", vllm_labels, noise=0.03, cap=1.0)
+                self.family(name, "gauge", help_)
+                for dep in chosen:
+                    self._gauge_rows(name, dep, signal, vllm_labels, noise=noise, cap=cap, as_int=as_int)
+
+        gauge_family("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", "kv", noise=0.03,
+                     cap=1.0)
         if any(d.frag_series and "frag" in d.families for d in deps):
             self.family("llm_kv_cache_fragmentation_ratio", "gauge",
                         "Fraction of allocated KV-cache blocks that are unusable fragments.")
@@ -257,25 +268,40 @@ class Renderer:
                     self._gauge_rows("llm_kv_cache_fragmentation_ratio", dep, "frag", frag_labels, noise=0.04,
                                      cap=1.0)
         gauge_family("vllm:num_requests_waiting", "Number of requests waiting to be processed.", "waiting",
-                     vllm_labels, as_int=True, noise=0.15)
+                     as_int=True, noise=0.15)
         gauge_family("vllm:num_requests_running", "Number of requests currently running on GPU.", "running",
-                     vllm_labels, as_int=True, noise=0.08, need="success")
-        self._counter("vllm:num_preemptions", "Cumulative number of preemption from the engine.", "preempt",
-                      vllm_labels, "preempt")
-        self._counter("vllm:corrupted_requests", "Corrupted requests, in terms of total number of requests "
-                      "with NaNs in logits.", "corrupt", vllm_labels, "corrupt")
-        self._success()
-        self._spec()
+                     as_int=True, noise=0.08, need="success")
+        for name, chosen in by_engine("vllm:num_preemptions", "preempt"):
+            self._all_deps = chosen
+            self._counter(name, "Cumulative number of preemption from the engine.", "preempt", vllm_labels,
+                          "preempt")
+        for name, chosen in by_engine("vllm:corrupted_requests", "corrupt"):
+            self._all_deps = chosen
+            self._counter(name, "Corrupted requests, in terms of total number of requests with NaNs in logits.",
+                          "corrupt", vllm_labels, "corrupt")
+        for name, chosen in by_engine("vllm:request_success", "success"):
+            self._all_deps = chosen
+            self._success(name)
+        for name, chosen in by_engine("vllm:spec_decode_num_draft_tokens", "spec"):
+            self._all_deps = chosen
+            self._spec()
+        self._all_deps = deps
         self._http()
-        self._hist("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", "ttft",
-                   TTFT_BUCKETS, "ttft")
-        self._hist("vllm:request_time_per_output_token_seconds",
-                   "Histogram of time_per_output_token_seconds per request.", "tpot", TPOT_BUCKETS, "tpot")
-        self._hist("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", "itl",
-                   TPOT_BUCKETS, "itl")
+        for vllm_name, help_, signal, buckets in (
+            ("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", "ttft",
+             TTFT_BUCKETS),
+            ("vllm:request_time_per_output_token_seconds", "Histogram of time_per_output_token_seconds per request.",
+             "tpot", TPOT_BUCKETS),
+            ("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", "itl",
+             TPOT_BUCKETS),
+        ):
+            for name, chosen in by_engine(vllm_name, signal):
+                self._all_deps = chosen
+                self._hist(name, help_, signal, buckets, signal)
+        self._all_deps = deps
         self._up()
         self._istio()
-        self._dcgm(deps, gpus_extra)
+        self._dcgm(deps)
         self._ksm(deps)
         self._nodes(nodes)
         w("# EOF")
@@ -338,12 +364,11 @@ class Renderer:
     def _deps(self) -> list[Deployment]:
         return self._all_deps
 
-    def _success(self) -> None:
+    def _success(self, fam: str) -> None:
         tel = self.tel
         deps = [d for d in self._deps() if "success" in d.families]
         if not deps:
             return
-        fam = "vllm:request_success"
         self.family(fam, "counter", "Count of successfully processed requests.")
         for dep in deps:
             for pod in self.pods(dep):
@@ -371,7 +396,16 @@ class Renderer:
                     prev = t
                     for k in acc:
                         rows[k].append(f"{int(acc[k])} {om_ts(t)}")
+                if dep.engine == "sglang":  # sglang:num_requests_total has no finished_reason
+                    totals = zip(*(rows[k] for k in acc))
+                    ls = _labels(base)
+                    for parts in totals:
+                        n = sum(int(p.split(" ")[0]) for p in parts)
+                        self.out.append(f"{fam}_total{ls} {n} {parts[0].split(' ')[1]}")
+                    continue
                 for k in acc:
+                    if dep.engine == "trtllm" and k in ("repetition", "abort"):
+                        continue
                     ls = _labels(dict(base, finished_reason=k))
                     self.out.extend(f"{fam}_total{ls} {row}" for row in rows[k])
 
@@ -516,7 +550,7 @@ class Renderer:
                     labels["response_code"] = "0"
                 self.out.extend(f"{fam}_total{_labels(labels)} {row}" for row in rows[k])
 
-    def _dcgm(self, deps: list[Deployment], extra: list[tuple[Gpu, Pod | None, str]]) -> None:
+    def _dcgm(self, deps: list[Deployment]) -> None:
         tel = self.tel
         targets: list[tuple[Gpu, Pod | None, str, str]] = []
         seen = set()
@@ -525,8 +559,6 @@ class Renderer:
                 if pod.gpu.uuid + pod.name not in seen:
                     seen.add(pod.gpu.uuid + pod.name)
                     targets.append((pod.gpu, pod, dep.name, "fb"))
-        for gpu, pod, window in extra:
-            targets.append((gpu, pod, window, "extra"))
         if not targets:
             return
         rows_used, rows_free = [], []
@@ -670,8 +702,8 @@ XID_TEXT = {
 }
 
 
-def render(tel: Telemetry, deployments: list[Deployment], gpus_extra, nodes, step_s: int,
+def render(tel: Telemetry, deployments: list[Deployment], nodes: list[tuple[Node, str]], step_s: int,
            ksm_ips: dict[str, str], sparse_s: int | None = None) -> str:
     r = Renderer(tel, step_s, ksm_ips, sparse_s)
     r._all_deps = [d for d in deployments if d.name in tel.windows]
-    return r.render(deployments, gpus_extra, nodes)
+    return r.render(deployments, nodes)

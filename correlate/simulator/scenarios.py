@@ -10,10 +10,21 @@ from typing import Callable
 
 from .core import HOUR, MINUTE, NS, day_start, hex_id, rng_for
 from .metrics import XID_TEXT
+from .rules import KINDS
 from .story import Incident, Story, static_target
-from .world import Deployment
+from .world import Deployment, translate
 
 M = MINUTE
+
+
+def _engine(s: Story, key: str, choices: tuple[str, ...] = ("vllm", "vllm", "sglang", "trtllm")) -> str:
+    """Which serving engine a deployment runs (the fleet mixes vLLM, SGLang and TensorRT-LLM)."""
+    return rng_for(s.key, "engine", key).choice(choices)
+
+
+def _family(inc: Incident | None, name: str) -> None:
+    if inc is not None and not inc.family:
+        inc.family = name
 
 
 def _j(s: Story, *key: object, lo: float = -1.0, hi: float = 1.0) -> int:
@@ -26,6 +37,7 @@ def _j(s: Story, *key: object, lo: float = -1.0, hi: float = 1.0) -> int:
 def frag_oom(s: Story, dep: Deployment, t0: int, inc: Incident | None, *, slow: bool = True, bad: int = 0,
              fb_alert: bool = True, crash_minutes: int = 22, recurrence: bool = False) -> dict:
     """Fragmentation -> KV pool exhaustion -> OOM -> crash loop -> sibling queueing -> TTFT."""
+    _family(inc, "frag-oom")
     pod = dep.pods[bad]
     sibs = [p for p in dep.pods if p is not pod]
     t_oom = t0 + 23 * M + _j(s, dep.name, t0, "oom")
@@ -56,6 +68,7 @@ def frag_oom(s: Story, dep: Deployment, t0: int, inc: Incident | None, *, slow: 
 
 def preemption_itl(s: Story, dep: Deployment, t0: int, inc: Incident | None, *, slow: bool = False) -> dict:
     """Long-context burst -> preemption storm -> ITL jitter and TPOT breach."""
+    _family(inc, "preemption-itl")
     p1, p2 = dep.pods[0], dep.pods[1]
     end = t0 + 26 * M + _j(s, dep.name, t0, "pe", lo=-3, hi=3)
     out = {}
@@ -73,6 +86,7 @@ def preemption_itl(s: Story, dep: Deployment, t0: int, inc: Incident | None, *, 
 def hot_instance(s: Story, dep: Deployment, t0: int, inc: Incident | None, *, slow: bool = False,
                  idx: int = 1) -> dict:
     """Prefix-hash hotspot -> queueing on that pod -> its TTFT."""
+    _family(inc, "hot-instance")
     pod = dep.pods[idx]
     end = t0 + 38 * M + _j(s, dep.name, t0, "hot", lo=-4, hi=4)
     out = {}
@@ -87,11 +101,12 @@ def hot_instance(s: Story, dep: Deployment, t0: int, inc: Incident | None, *, sl
 def numeric(s: Story, dep: Deployment, t0: int, inc: Incident | None, *, corrupt_metric: bool = True,
             idx: int = 0) -> dict:
     """NaN/Inf in one batch -> repetition / garbage completions -> error rate."""
+    _family(inc, "numeric-nan")
     pod = dep.pods[idx]
     end = t0 + 30 * M + _j(s, dep.name, t0, "nan", lo=-4, hi=4)
     out = {}
     if corrupt_metric:
-        out["nan"] = s.fire("nan", pod, t0, end, inc=inc, root=True)
+        out["nan"] = s.fire("nan", pod, t0, end, inc=inc, root=True, ramp_s=20)  # NaNs start abruptly
     n = len(dep.pods)
     out["rep"] = s.fire("repetition", dep, t0 + 60 * NS, end, inc=inc, pods=[pod], peak=min(0.6, 0.4 * n / 4),
                         root=not corrupt_metric)
@@ -103,6 +118,7 @@ def numeric(s: Story, dep: Deployment, t0: int, inc: Incident | None, *, corrupt
 def xid_crash(s: Story, dep: Deployment, t0: int, inc: Incident | None, *, code: int = 79,
               late_s: float = 0) -> dict:
     """GPU Xid (and ECC) -> engine crash -> target down, crash loop -> siblings' TTFT."""
+    _family(inc, "gpu-xid-crash")
     pod = dep.pods[0]
     sibs = dep.pods[1:]
     gpu = pod.gpu
@@ -112,8 +128,8 @@ def xid_crash(s: Story, dep: Deployment, t0: int, inc: Incident | None, *, code:
     out["xid"] = s.fire("xid", (gpu, pod), t0, t_drain, inc=inc, root=True, delay_s=late_s, value=code,
                         labels={"err_code": str(code), "err_msg": XID_TEXT[code]})
     if code in (48, 94, 95):
-        s.ecc(gpu, t0)
-        out["ecc"] = s.fire("ecc", (gpu, pod), t0, t0, inc=inc, delay_s=late_s)
+        s.ecc(gpu, t0 + 35 * NS)  # the DBE counter moves on the exporter's next poll
+        out["ecc"] = s.fire("ecc", (gpu, pod), t0 + 35 * NS, t0 + 35 * NS, inc=inc, delay_s=late_s)
     s.scrape_fail(pod, t0 + 20 * NS, t0 + 3 * M + 30 * NS)
     s.crashloop(pod, t0 + 3 * M + 30 * NS, t_drain, reason="Error")
     out["down"] = s.fire("target_down", dep, t0 + 20 * NS, t_drain, inc=inc)
@@ -132,12 +148,13 @@ def xid_crash(s: Story, dep: Deployment, t0: int, inc: Incident | None, *, code:
 
 def ghost_requests(s: Story, dep: Deployment, t0: int, inc: Incident | None) -> dict:
     """Client disconnects (30 s client timeout) -> ghost requests keep generating -> queueing -> TTFT."""
+    _family(inc, "ghost-requests")
     p1, p2 = dep.pods[0], dep.pods[1]
     end = t0 + 34 * M + _j(s, dep.name, t0, "gh", lo=-4, hi=4)
     out = {}
     out["dc"] = s.fire("disconnects", dep, t0, end, inc=inc, root=True)
     for i, p in enumerate((p1, p2)):
-        s.effect("ghost_stall", p, 0.3, 0.85, t0 + 2 * M, end)
+        s.effect("ghost_stall", p, 0.3, 0.93, t0 + 1 * M, end, ramp_s=60)
         out[f"ghost{i}"] = s.fire("ghost", p, t0 + (2 + i) * M, end, inc=inc)
     out["queue"] = s.fire("queue", p1, t0 + 4 * M, end + 2 * M, inc=inc)
     out["ttft"] = s.fire("ttft", dep, t0 + 5 * M, end + 2 * M, inc=inc, pods=[p1, p2])
@@ -147,6 +164,7 @@ def ghost_requests(s: Story, dep: Deployment, t0: int, inc: Incident | None) -> 
 
 def spec_decode(s: Story, dep: Deployment, t0: int, inc: Incident | None) -> dict:
     """Speculative-decoding acceptance collapses (traffic mix shift) -> TPOT breach."""
+    _family(inc, "spec-decode-tpot")
     p1, p2 = dep.pods[0], dep.pods[1]
     end = t0 + 36 * M + _j(s, dep.name, t0, "sp", lo=-4, hi=4)
     out = {}
@@ -159,6 +177,7 @@ def spec_decode(s: Story, dep: Deployment, t0: int, inc: Incident | None) -> dic
 
 def rollout_crash(s: Story, dep: Deployment, t0: int, inc: Incident | None) -> dict:
     """A rollout whose new pods crash-loop -> replicas mismatch -> survivors queue -> TTFT."""
+    _family(inc, "rollout-crashloop")
     old = list(dep.pods)
     cl = dep.cluster
     r = rng_for(s.key, "rollout", dep.name)
@@ -166,11 +185,18 @@ def rollout_crash(s: Story, dep: Deployment, t0: int, inc: Incident | None) -> d
     t_back = t0 + 40 * M + _j(s, dep.name, "rb", lo=-3, hi=3)
     out = {}
     author = s.person(3)
+    image = {"vllm": "vllm/vllm-openai", "sglang": "lmsysorg/sglang", "trtllm": "nvcr.io/nvidia/tritonserver"}[
+        dep.engine]
+    if r.random() < 0.6:
+        kind, summary, source = ("rollout", f"Argo CD sync {dep.namespace}/{dep.name}: {image}:{v_old} -> {v_new}",
+                                 f"argocd.{cl.name}")
+    else:
+        kind, summary, source = ("deploy", f"Deploy {dep.name} {v_new} to {cl.name} (workflow run "
+                                           f"#{r.randint(2000, 9000)})", "github-actions")
     out["change"] = s.change(
-        t0, "rollout", f"Argo CD sync {dep.namespace}/{dep.name}: vllm/vllm-openai:{v_old} -> {v_new}",
-        f"argocd.{cl.name}", {"cluster": cl.name, "namespace": dep.namespace, "deployment": dep.name,
-                               "model": dep.served_name, "image": f"vllm/vllm-openai:{v_new}",
-                               "previous_image": f"vllm/vllm-openai:{v_old}", "revision": hex_id(r, 7),
+        t0, kind, summary, source, {"cluster": cl.name, "namespace": dep.namespace, "deployment": dep.name,
+                               "model": dep.served_name, "image": f"{image}:{v_new}",
+                               "previous_image": f"{image}:{v_old}", "revision": hex_id(r, 7),
                                "author": author},
         inc=inc, root=True, dep=dep,
         links=[{"href": f"https://argocd.{s.world.domain}/applications/{dep.name}", "text": "Argo CD application"},
@@ -190,9 +216,9 @@ def rollout_crash(s: Story, dep: Deployment, t0: int, inc: Incident | None) -> d
     out["ttft"] = s.fire("ttft", dep, t0 + 4 * M, t_back + 3 * M, inc=inc, pods=survivors)
     out["queue"] = s.fire("queue", survivors[0], t0 + 3 * M, t_back + 2 * M, inc=inc)
     out["rollback"] = s.change(
-        t_back, "rollback", f"Argo CD rollback {dep.namespace}/{dep.name} to vllm/vllm-openai:{v_old}",
+        t_back, "rollback", f"Argo CD rollback {dep.namespace}/{dep.name} to {image}:{v_old}",
         f"argocd.{cl.name}", {"cluster": cl.name, "namespace": dep.namespace, "deployment": dep.name,
-                               "model": dep.served_name, "image": f"vllm/vllm-openai:{v_old}", "author": s.person(1)},
+                               "model": dep.served_name, "image": f"{image}:{v_old}", "author": s.person(1)},
         inc=inc, dep=dep)
     dep.rs_hash = old_hash
     back = s.world._pod(dep)
@@ -205,6 +231,7 @@ def rollout_crash(s: Story, dep: Deployment, t0: int, inc: Incident | None) -> d
 
 def config_oom(s: Story, dep: Deployment, t0: int, inc: Incident | None) -> dict:
     """A config change (gpu_memory_utilization up, max_num_seqs doubled) -> CUDA OOMs under load."""
+    _family(inc, "config-oom")
     cl = dep.cluster
     r = rng_for(s.key, "cfg", dep.name)
     out = {}
@@ -235,10 +262,9 @@ def config_oom(s: Story, dep: Deployment, t0: int, inc: Incident | None) -> dict
 
 def threshold_storm(s: Story, dep: Deployment, t0: int, inc: Incident | None) -> dict:
     """An unreviewed threshold edit (queue rule 20 -> 5) makes the busy replicas alert at once."""
-    from .rules import KINDS
-
+    _family(inc, "threshold-storm")
     cl = dep.cluster
-    name = s._style(cl, KINDS["queue"], None, None)[0]
+    name = translate(dep.engine, s._style(cl, KINDS["queue"], None, None)[0])
     t_rev = t0 + 24 * M + _j(s, dep.name, "rev", lo=-3, hi=3)
     r = rng_for(s.key, "storm", dep.name)
     details = {"cluster": cl.name, "namespace": dep.namespace, "alertname": name,
@@ -349,12 +375,12 @@ def _last_end(out: dict) -> int:
 
 def sc_frag_oom(s: Story) -> None:
     cl = s.world.clusters[0]
-    dep = s.world.deployment(cl, pods=4)
+    dep = s.world.deployment(cl, pods=4, engine=_engine(s, "frag", ("vllm", "vllm", "sglang")))
     other = s.world.deployment(cl)
     t0 = s.start + 70 * M
     inc = s.incident()
     out = frag_oom(s, dep, t0, inc, slow=True)
-    noise_job_failed(s, dep, t0 + 6 * M)
+    noise_job_failed(s, dep, t0 - 5 * M)  # fires (for: 15m) minutes before the cascade's first alert
     first = _first(_occs(out))
     respond(s, inc, out["frag"], first, who=0, assign_to=1, severity="critical",
             notes=(f"{out['oom'].labels['pod']} OOMKilled, siblings queueing; KV cache pinned at 98%",
@@ -379,7 +405,7 @@ def sc_preemption(s: Story) -> None:
 
 def sc_hot(s: Story) -> None:
     cl = s.world.clusters[0]
-    dep = s.world.deployment(cl, pods=4)
+    dep = s.world.deployment(cl, pods=4, engine=_engine(s, "hot"))
     t0 = s.start + 65 * M
     inc = s.incident()
     out = hot_instance(s, dep, t0, inc, slow=True)
@@ -404,7 +430,7 @@ def sc_numeric(s: Story) -> None:
 
 def sc_xid(s: Story) -> None:
     cl = s.world.clusters[-1]
-    dep = s.world.deployment(cl, pods=3)
+    dep = s.world.deployment(cl, pods=3, engine=_engine(s, "xid"))
     t0 = s.start + 66 * M
     inc = s.incident()
     code = rng_for(s.key, "xid").choice([79, 48, 94, 79])
@@ -418,7 +444,7 @@ def sc_xid(s: Story) -> None:
 
 def sc_ghost(s: Story) -> None:
     cl = s.world.clusters[0]
-    dep = s.world.deployment(cl, pods=3)
+    dep = s.world.deployment(cl, pods=3, engine=_engine(s, "ghost"))
     t0 = s.start + 64 * M
     inc = s.incident()
     out = ghost_requests(s, dep, t0, inc)
@@ -475,6 +501,13 @@ def _decoy_rollout(s: Story, dep: Deployment, at: int, kind: str = "rollout"):
                          "old_threshold": "20", "new_threshold": "30", "reviewed": "true",
                          "author": s.person(5)}, inc=None)
     tag = r.choice(["2025.11.3", "2025.12.1", "r142", "r157", "sha-" + hex_id(r, 7)])
+    if r.random() < 0.4:
+        return s.change(at, "deploy", f"Deploy {dep.namespace}/{dep.name}-router {tag}", "github-actions",
+                        {"cluster": cl.name, "namespace": dep.namespace, "deployment": f"{dep.name}-router",
+                         "model": dep.served_name, "image": f"{s.world.org}/llm-router:{tag}",
+                         "author": s.person(4)}, inc=None,
+                        links=[{"href": f"https://github.com/{s.world.org}/llm-router/actions/runs/"
+                                        f"{r.randint(10**9, 10**10)}", "text": "workflow run"}])
     return s.change(at, "rollout", f"Argo CD sync {dep.namespace}/{dep.name}: router image {tag}",
                     f"argocd.{cl.name}", {"cluster": cl.name, "namespace": dep.namespace, "deployment": dep.name,
                                           "model": dep.served_name, "image": f"{s.world.org}/llm-router:{tag}",
@@ -492,9 +525,9 @@ def sc_march(s: Story) -> None:
     dep.fb_base = 0.62
     key_pods = dep.pods[:3]
     inc = s.incident()
+    inc.family = "march-oom"
     s.touch(dep, T)
-    frag_kind_name = s._style(cl, __import__("correlate.simulator.rules", fromlist=["KINDS"]).KINDS["kv_frag"],
-                              None, None)[0]
+    frag_kind_name = s._style(cl, KINDS["kv_frag"], None, None)[0]
     r = rng_for(s.key, "march")
     s.change(T + 10 * M, "threshold_edit",
              f"prometheus-rules: raise {frag_kind_name} threshold 0.25 -> 0.40", "prometheus-rules-ci",
@@ -552,10 +585,14 @@ def sc_fleet_day(s: Story) -> None:
     w = s.world
     r = rng_for(s.key, "fleet")
     c0, c1, c2, c3 = r.sample(w.clusters, 4)
-    big = [w.deployment(c0, pods=4), w.deployment(c0, pods=3), w.deployment(c1, pods=3), w.deployment(c2, pods=4),
-           w.deployment(c3, pods=4), w.deployment(c1, pods=4), w.deployment(c2, pods=3), w.deployment(c3, pods=4),
-           w.deployment(c0, pods=3), w.deployment(r.choice([c1, c2]), pods=3)]
-    bystander = [w.deployment(c, pods=3) for c in (c0, c1, c2, c3)]
+    e = {k: _engine(s, f"fd-{k}") for k in ("a", "c", "e", "g", "k", "b0", "b1", "b2", "b3")}
+    e["a"] = _engine(s, "fd-a", ("vllm", "vllm", "sglang"))
+    big = [w.deployment(c0, pods=4, engine=e["a"]), w.deployment(c0, pods=3),
+           w.deployment(c1, pods=3, engine=e["c"]), w.deployment(c2, pods=4),
+           w.deployment(c3, pods=4, engine=e["e"]), w.deployment(c1, pods=4),
+           w.deployment(c2, pods=3, engine=e["g"]), w.deployment(c3, pods=4),
+           w.deployment(c0, pods=3), w.deployment(r.choice([c1, c2]), pods=3, engine=e["k"])]
+    bystander = [w.deployment(c, pods=3, engine=e[f"b{i}"]) for i, c in enumerate((c0, c1, c2, c3))]
     t = s.start + 60 * M + int(r.uniform(0, 20) * M)
 
     def at(lo: float, hi: float) -> int:
@@ -566,7 +603,7 @@ def sc_fleet_day(s: Story) -> None:
 
     # A: fragmentation cascade on c0 (slow root rule), an unrelated job failure just before it
     inc_a = s.incident()
-    noise_job_failed(s, big[0], t + int(r.uniform(1, 5) * M))
+    noise_job_failed(s, big[0], t - int(r.uniform(3, 7) * M))  # fires a few minutes before A
     a = frag_oom(s, big[0], t, inc_a, slow=True, fb_alert=r.random() < 0.7, bad=r.randrange(4))
     fa = _first(_occs(a))
     respond(s, inc_a, a["frag"], fa, who=0, ack_s=ack(), assign_to=1, severity="critical",
@@ -602,9 +639,9 @@ def sc_fleet_day(s: Story) -> None:
 
     # E: hot instance in c3 (the skew rule is slow in most seeds and fires last)
     inc_e = s.incident()
-    e = hot_instance(s, big[4], at(30, 55), inc_e, slow=r.random() < 0.75, idx=r.randrange(4))
-    fe = _first(_occs(e))
-    respond(s, inc_e, e["hot"], fe, who=5, ack_s=ack(), resolve_after=_last_end(e) + 3 * M)
+    hot = hot_instance(s, big[4], at(30, 55), inc_e, slow=r.random() < 0.75, idx=r.randrange(4))
+    fe = _first(_occs(hot))
+    respond(s, inc_e, hot["hot"], fe, who=5, ack_s=ack(), resolve_after=_last_end(hot) + 3 * M)
 
     # F: numeric trouble in c1, later in the day
     inc_f = s.incident()
@@ -666,7 +703,7 @@ def sc_fleet_day(s: Story) -> None:
 
 def sc_threshold_storm(s: Story) -> None:
     cl = s.world.clusters[0]
-    dep = s.world.deployment(cl, pods=4)
+    dep = s.world.deployment(cl, pods=4, engine=_engine(s, "storm"))
     t0 = s.start + 61 * M
     inc = s.incident()
     out = threshold_storm(s, dep, t0, inc)

@@ -9,10 +9,10 @@ from urllib.parse import quote_plus
 
 from ..events import event_fingerprint
 from . import alertmanager as am
-from .core import MINUTE, NS, am_fingerprint, go_time, hex_id, iso_ms, rng_for
+from .core import MINUTE, NS, am_fingerprint, go_time, iso_ms, rng_for
 from .metrics import Telemetry, dcgm_labels, frag_labels, ksm_labels, node_labels, render, vllm_labels
 from .rules import KINDS, Expr, Kind, interval_ns
-from .world import Deployment, Gpu, Node, Pod, World
+from .world import Deployment, Gpu, Node, Pod, World, translate
 
 PEAKS = {"frag": 0.38, "kv": 0.985, "waiting": 46.0, "ttft": 6.5, "tpot": 0.15, "itl": 0.22, "preempt": 0.7,
          "hot": 2.5, "corrupt": 0.05, "rep": 0.16, "err": 0.09, "dc": 0.32, "running": 72.0, "spec": 0.42,
@@ -20,6 +20,7 @@ PEAKS = {"frag": 0.38, "kv": 0.985, "waiting": 46.0, "ttft": 6.5, "tpot": 0.15, 
 FAMILY_OF_SIGNAL = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "hot": "success", "rep": "success",
                     "corrupt": "corrupt", "err": "http", "dc": "istio", "spec": "spec", "running": "success"}
 BACKOFF_S = (10, 20, 40, 80, 160, 300)
+ENGINE_SOURCES = {"pod", "deployment", "hot", "service"}
 RETARGETABLE = {"acknowledge", "assign", "note", "severity", "degrade", "mitigate", "resolve", "reopen"}
 
 
@@ -36,6 +37,7 @@ class Change:
 class Incident:
     id: str
     root: object = None
+    family: str = ""
     members: list = field(default_factory=list)
 
 
@@ -70,31 +72,24 @@ class Story:
         self.touched: dict[str, Deployment] = {}
         self.scope_times: dict[str, list[int]] = {}
         self.dense_marks: dict[str, list[int]] = {}
-        self.extra_gpus: list[tuple[Gpu, Pod | None, str]] = []
         self.disk_nodes: list[tuple[Node, str]] = []
         self._seq = 0
         w = self.world
-        org = w.org
+        ra = rng_for("am", seed)
         self.am_configs = {
+            # a central Alertmanager for the cloud clusters, routing tuned per organisation
             "central": am.AlertmanagerConfig("central", w.am_urls["central"], (
-                am.Route("rootline-pager", ("alertname", "cluster", "namespace"), 30, 120, 3600,
-                         (("severity", "critical"),)),
-                am.Route("rootline", ("alertname", "cluster"), 30, 300, 4 * 3600),
+                am.Route("rootline-pager", ra.choice([("alertname", "cluster", "namespace"), ("cluster", "namespace")]),
+                         30, ra.choice([60, 120, 180]), ra.choice([1800, 2700, 3600]), (("severity", "critical"),)),
+                am.Route("rootline", ra.choice([("namespace",), ("alertname", "cluster"), ("cluster", "namespace")]),
+                         30, ra.choice([180, 300]), ra.choice([2 * 3600, 3 * 3600, 4 * 3600])),
             )),
+            # the on-prem data centre's own, slower one
             "edge": am.AlertmanagerConfig("edge", w.am_urls["edge"], (
-                am.Route(f"{org}-dc-critical", ("...",), 60, 600, 3 * 3600, (("severity", "critical"),)),
-                am.Route(f"{org}-dc-oncall", ("cluster", "namespace"), 60, 600, 3 * 3600),
+                am.Route(f"{w.org}-dc-critical", ("...",), 60, 600, 3 * 3600, (("severity", "critical"),)),
+                am.Route(f"{w.org}-dc-oncall", ("cluster", "namespace"), 60, 600, 3 * 3600),
             )),
         }
-        ra = rng_for("am", seed)
-        pager_repeat = ra.choice([1800, 2700, 3600])
-        default_repeat = ra.choice([2 * 3600, 3 * 3600, 4 * 3600])
-        self.am_configs["central"] = am.AlertmanagerConfig("central", w.am_urls["central"], (
-            am.Route("rootline-pager", ra.choice([("alertname", "cluster", "namespace"), ("cluster", "namespace")]),
-                     30, ra.choice([60, 120, 180]), pager_repeat, (("severity", "critical"),)),
-            am.Route("rootline", ra.choice([("namespace",), ("alertname", "cluster"), ("cluster", "namespace")]),
-                     30, ra.choice([180, 300]), default_repeat),
-        ))
         r = rng_for("ksm", seed)
         self.ksm_ips = {c.name: f"10.{r.randint(64, 127)}.{r.randint(0, 255)}.{r.randint(2, 250)}"
                         for c in w.clusters}
@@ -117,11 +112,14 @@ class Story:
             inc.root = item
 
     def touch(self, dep: Deployment, *times: int) -> None:
+        """Marks a deployment as part of the story: its series are written around `times`."""
         if dep.name not in self.touched:
             self.touched[dep.name] = dep
-            for pod in dep.pods + dep.old_pods:
-                self.tel.set_base("fb", pod.name, dep.fb_base + rng_for(self.key, "fbb", pod.name).uniform(-0.01, 0.01))
             self.tel.set_base("rate", dep.name, rng_for(self.key, "rate", dep.name).uniform(3.0, 7.0))
+        for pod in dep.pods + dep.old_pods:
+            if ("fb", pod.name) not in self.tel.base_cache:
+                jitter = rng_for(self.key, "fbb", pod.name).uniform(-0.01, 0.01)
+                self.tel.set_base("fb", pod.name, dep.fb_base + jitter)
         self.scope_times.setdefault(dep.name, []).extend(times)
 
     # -- rule choice ---------------------------------------------------------------------------
@@ -158,7 +156,7 @@ class Story:
              pods: list[Pod] | None = None, value: float | None = None, labelled: bool | None = None,
              name_idx: int | None = None, bump: bool = True, labels: dict[str, str] | None = None,
              severity: str | None = None, threshold: float | None = None,
-             decay_s: float = 240) -> am.Occurrence:
+             decay_s: float = 240, ramp_s: float = 360) -> am.Occurrence:
         """One alert occurrence of rule `kind_name` on `target`: the watched condition holds from
         `cross` to `until` (None: still firing at the end); startsAt and endsAt follow the rule's
         lag, `for` and eval ticks. `threshold` overrides the rule's (after a threshold edit)."""
@@ -172,6 +170,8 @@ class Story:
             until = starts + 90 * NS - expr.end_lag_s * NS
         ends = None if until is None else self._tick(cluster, kind, until + expr.end_lag_s * NS)
         name, extra = self._style(cluster, kind, labelled, name_idx)
+        engine = dep.engine if dep is not None and kind.source in ENGINE_SOURCES else "vllm"
+        name = translate(engine, name)
         alert_labels = {k: v for k, v in scope.items() if expr.keys is None or k in expr.keys}
         alert_labels.update(kind.extra)
         alert_labels.update(extra)
@@ -187,7 +187,8 @@ class Story:
         pk = peak if peak is not None else PEAKS.get(signal or "", 1.0)
         shown = value if value is not None else pk
         annotations = self._annotations(kind, expr, name, alert_labels, shown, cluster)
-        promql = expr.promql
+        promql = translate(engine, expr.promql)
+        annotations = {k: translate(engine, v) if k != "runbook_url" else v for k, v in annotations.items()}
         if threshold is not None and kind.threshold is not None:
             promql = promql.replace(f" {_num(kind.threshold)}", f" {_num(threshold)}")
             annotations["description"] = annotations["description"].replace(
@@ -203,7 +204,7 @@ class Story:
         if dep is not None:
             self.touch(dep, starts, ends or starts)
         if signal and bump:
-            self._bump(kind, signal, dep, pod, gpu, node, pods, cross, until, pk, occ, threshold, decay_s)
+            self._bump(kind, signal, dep, pod, gpu, node, pods, cross, until, pk, occ, threshold, decay_s, ramp_s)
         self.occs.append(occ)
         self._place(occ, inc, root)
         return occ
@@ -258,7 +259,8 @@ class Story:
         return ann
 
     def _bump(self, kind: Kind, signal: str, dep, pod, gpu, node, pods, cross: int, until: int | None, peak: float,
-              occ: am.Occurrence, threshold: float | None = None, decay_s: float = 240) -> None:
+              occ: am.Occurrence, threshold: float | None = None, decay_s: float = 240,
+              ramp_s: float = 360) -> None:
         until = until if until is not None else cross + 24 * 60 * MINUTE
         thr = kind.threshold if threshold is None else threshold
         direction = kind.direction
@@ -281,8 +283,7 @@ class Story:
         else:
             keys = [pod.name]
         for key in keys:
-            base = None
-            self.tel.bump(signal, key, thr, peak, cross, until, direction, decay_s=decay_s, base=base)
+            self.tel.bump(signal, key, thr, peak, cross, until, direction, ramp_s=ramp_s, decay_s=decay_s)
         if dep is not None and signal in FAMILY_OF_SIGNAL:
             dep.families.add(FAMILY_OF_SIGNAL[signal])
         if dep is not None and signal in ("frag", "preempt"):
@@ -382,7 +383,15 @@ class Story:
                 if a["status"] == "firing":
                     self.first_firing.setdefault((a["fingerprint"], a["startsAt"]), d.at)
         delivered = {o.key for o in self.occs if o.key in first_seen}
-        files = {"alerts.jsonl": "".join(am.dumps_go(d.body) + "\n" for d in deliveries)}
+        lines = []
+        dup = rng_for(self.key, "redelivery")
+        for d in deliveries:
+            line = am.dumps_go(d.body) + "\n"
+            lines.append(line)
+            # at-least-once: an HA peer sending before gossip settles, or a retry after a lost 2xx
+            if dup.random() < (0.12 if d.body["receiver"] not in ("rootline", "rootline-pager") else 0.04):
+                lines.append(line)
+        files = {"alerts.jsonl": "".join(lines)}
         changes = sorted(self.changes, key=lambda c: (c.at, c.seq))
         files["changes.jsonl"] = "".join(json.dumps(c.body, ensure_ascii=False) + "\n" for c in changes)
         files["actions.jsonl"] = self._actions(first_seen)
@@ -392,9 +401,8 @@ class Story:
         self.first_seen = first_seen
         return files
 
-    def _ref(self, item) -> dict[str, str]:
-        if isinstance(item, Change):
-            return {"fingerprint": item.fingerprint, "starts_at": item.starts_at}
+    @staticmethod
+    def _ref(item: am.Occurrence | Change) -> dict[str, str]:
         return {"fingerprint": item.fingerprint, "starts_at": item.starts_at}
 
     def _truth(self, delivered: set) -> str:
@@ -410,7 +418,8 @@ class Story:
             if not members:
                 continue
             root = inc.root if inc.root is not None and ok(inc.root) else members[0]
-            incidents.append({"id": inc.id, "root": self._ref(root), "alerts": [self._ref(m) for m in members]})
+            incidents.append({"id": inc.id, "root": self._ref(root), "alerts": [self._ref(m) for m in members],
+                              "family": inc.family})
         noise = [self._ref(m) for m in sorted((m for m in self.noise if ok(m)), key=when)]
         return json.dumps({"incidents": incidents, "noise": noise}, indent=1) + "\n"
 
@@ -500,10 +509,8 @@ class Story:
                 self.tel.dense[name] = sorted((t - 9 * MINUTE, t + 4 * MINUTE) for t in marks.get(name, []))
         for node, _ in self.disk_nodes:
             self.tel.windows[node.name] = (w0, w1)
-        for gpu, pod, key in self.extra_gpus:
-            self.tel.windows.setdefault(key, (w0, w1))
         deps = list(self.touched.values())
-        return render(self.tel, deps, self.extra_gpus, self.disk_nodes, self.step_s, self.ksm_ips, self.sparse_s)
+        return render(self.tel, deps, self.disk_nodes, self.step_s, self.ksm_ips, self.sparse_s)
 
     def write(self, out_dir: str) -> dict[str, int]:
         files = self.build()
@@ -548,4 +555,4 @@ def static_target(cluster, labels: dict[str, str]) -> dict:
     return d
 
 
-__all__ = ["Story", "Incident", "Change", "static_target", "hex_id"]
+__all__ = ["Change", "Incident", "Story", "static_target"]

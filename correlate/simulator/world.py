@@ -49,6 +49,50 @@ REGIONS = {
 }
 
 
+ENGINES = ("vllm", "sglang", "trtllm")
+
+# engine metric names, keyed by the vLLM name the rules are written in (families without `_total`)
+ENGINE_METRICS = {
+    "vllm": {},
+    "sglang": {
+        "vllm:kv_cache_usage_perc": "sglang:token_usage",
+        "vllm:num_requests_waiting": "sglang:num_queue_reqs",
+        "vllm:num_requests_running": "sglang:num_running_reqs",
+        "vllm:num_preemptions": "sglang:num_retracted_requests",
+        "vllm:time_to_first_token_seconds": "sglang:time_to_first_token_seconds",
+        "vllm:inter_token_latency_seconds": "sglang:inter_token_latency_seconds",
+        "vllm:request_success": "sglang:num_requests",
+    },
+    "trtllm": {
+        "vllm:kv_cache_usage_perc": "trtllm_kv_cache_utilization",
+        "vllm:num_requests_waiting": "trtllm_num_requests_waiting",
+        "vllm:num_requests_running": "trtllm_num_requests_running",
+        "vllm:time_to_first_token_seconds": "trtllm_time_to_first_token_seconds",
+        "vllm:request_time_per_output_token_seconds": "trtllm_time_per_output_token_seconds",
+        "vllm:request_success": "trtllm_request_success",
+    },
+}
+ENGINE_WORDS = {"vllm": ("VLLM", "vllm", "vLLM"), "sglang": ("SGLang", "sglang", "SGLang"),
+                "trtllm": ("TRTLLM", "trtllm", "TensorRT-LLM")}
+
+
+def metric_name(engine: str, vllm_name: str) -> str | None:
+    """The engine's name for a vLLM metric family; None when the engine has no such metric."""
+    if engine == "vllm":
+        return vllm_name
+    return ENGINE_METRICS[engine].get(vllm_name)
+
+
+def translate(engine: str, text: str) -> str:
+    """Rewrites PromQL or prose written for vLLM into the engine's metric names and words."""
+    if engine == "vllm":
+        return text
+    for old, new in sorted(ENGINE_METRICS[engine].items(), key=lambda kv: -len(kv[0])):
+        text = text.replace(old, new)
+    big, small, prose = ENGINE_WORDS[engine]
+    return text.replace("VLLM", big).replace("vllm-", small + "-").replace("vLLM", prose)
+
+
 @dataclass
 class Gpu:
     node: "Node"
@@ -98,6 +142,7 @@ class Deployment:
     fb_base: float = 0.92
     old_pods: list[Pod] = field(default_factory=list)
     replicas: int = 0
+    engine: str = "vllm"
 
     def scope(self) -> dict[str, str]:
         return {"cluster": self.cluster.name, "namespace": self.namespace, "deployment": self.name,
@@ -208,7 +253,7 @@ class World:
         return node
 
     def deployment(self, cluster: Cluster, namespace: str | None = None, pods: int | None = None,
-                   model: tuple[str, str] | None = None) -> Deployment:
+                   model: tuple[str, str] | None = None, engine: str = "vllm") -> Deployment:
         """A model deployment with its pods spread over the cluster's nodes (one GPU per pod)."""
         rng = self.rng
         if model is None:
@@ -217,16 +262,20 @@ class World:
         self._used_models.add(model[0])
         hf, slug = model
         role = rng.choice(ROLES)
-        name = rng.choice([f"{slug}-{role}", f"vllm-{slug}", f"{slug}-{role}-v{rng.randint(2, 4)}"])
+        prefix = {"vllm": "vllm", "sglang": "sglang", "trtllm": "trtllm"}[engine]
+        name = rng.choice([f"{slug}-{role}", f"{prefix}-{slug}", f"{slug}-{role}-v{rng.randint(2, 4)}"])
         while name in self._used_names:
             name = f"{name}-{rng.randint(2, 9)}"
         self._used_names.add(name)
         served = rng.choice([hf, hf, slug, f"{slug}-{role}"])
+        jobs = {"vllm": ["vllm", f"{name}-metrics", "vllm-engine", name],
+                "sglang": ["sglang", f"{name}-metrics", name], "trtllm": ["trtllm-serve", f"{name}-metrics", name]}
+        containers = {"vllm": ["vllm", "vllm-openai", "inference-server", "engine"],
+                      "sglang": ["sglang", "sglang-server", "engine"], "trtllm": ["trtllm-serve", "triton", "engine"]}
         dep = Deployment(
             name=name, namespace=namespace or rng.choice(cluster.namespaces), cluster=cluster, model=hf,
-            served_name=served, job=rng.choice(["vllm", f"{name}-metrics", "vllm-engine", f"{name}"]),
-            container=rng.choice(["vllm", "vllm-openai", "inference-server", "engine"]),
-            rs_hash=k8s_suffix(rng, rng.choice([9, 10])),
+            served_name=served, job=rng.choice(jobs[engine]), container=rng.choice(containers[engine]),
+            rs_hash=k8s_suffix(rng, rng.choice([9, 10])), engine=engine,
         )
         for _ in range(pods or rng.randint(3, 4)):
             dep.pods.append(self._pod(dep))

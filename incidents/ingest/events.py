@@ -109,9 +109,10 @@ def looks_like_alert_event(event: dict, payload: dict) -> bool:
 def parse_change(payload: dict, path: str, received_at: datetime) -> ParsedAlert:
     summary = text_field(payload, "summary", path, required=True)
     source = text_field(payload, "source", path, required=False)
+    component = text_field(payload, "component", path, required=False)
     at = event_time(payload, path, received_at)
     return ParsedAlert(
-        fingerprint=event_fingerprint(source=source, summary=summary, component=""),
+        fingerprint=event_fingerprint(source=source, summary=summary, component=component),
         status="resolved",
         starts_at=at,
         ends_at=at,

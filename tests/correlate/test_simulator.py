@@ -69,6 +69,48 @@ def test_cli_module_runs_as_a_script(tmp_path) -> None:
     assert sorted(os.listdir(tmp_path)) == sorted(simulator.OUTPUT_FILES)
 
 
+def test_output_does_not_depend_on_the_interpreter_hash_seed(tmp_path) -> None:
+    repo = Path(__file__).resolve().parents[2]
+    for hash_seed in ("0", "4242"):
+        env = dict(os.environ, PYTHONHASHSEED=hash_seed)
+        subprocess.run([sys.executable, "-m", "correlate.simulator", "--scenario", "fleet-day", "--start", START,
+                        "--seed", "3", "--out", str(tmp_path / hash_seed)], cwd=repo, env=env, check=True,
+                       capture_output=True)
+    for f in simulator.OUTPUT_FILES:
+        assert (tmp_path / "0" / f).read_bytes() == (tmp_path / "4242" / f).read_bytes(), f
+
+
+def test_cli_rejects_an_unreadable_start(tmp_path, capsys) -> None:
+    with pytest.raises(SystemExit) as exc:
+        cli_main(["--scenario", "frag-oom", "--start", "yesterday", "--out", str(tmp_path)])
+    assert exc.value.code == 2
+
+
+def test_management_command_only_delegates_to_the_simulator() -> None:
+    import ast
+
+    path = Path(__file__).resolve().parents[2] / "incidents" / "management" / "commands" / "simulate.py"
+    tree = ast.parse(path.read_text())
+    modules = set()
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            modules.update(a.name for a in node.names)
+        elif isinstance(node, ast.ImportFrom):
+            modules.add(node.module or "")
+    assert modules <= {"__future__", "django.core.management", "django.core.management.base", "correlate"}
+    assert any(isinstance(n, ast.ClassDef) and n.name == "Command" for n in tree.body)
+
+
+def test_manage_py_simulate_lists_the_scenarios() -> None:
+    repo = Path(__file__).resolve().parents[2]
+    if not (repo / "manage.py").exists():
+        pytest.skip("the Django project is not there yet")
+    proc = subprocess.run([sys.executable, "manage.py", "simulate", "--list"], cwd=repo, capture_output=True,
+                          text=True, timeout=120)
+    assert proc.returncode == 0, proc.stderr[-2000:]
+    assert [line.split("\t")[0] for line in proc.stdout.splitlines()] == SCENARIOS
+
+
 @pytest.mark.parametrize("name", ["fleet-day", "march-oom", "gpu-xid-crash"])
 def test_same_seed_gives_identical_bytes(tmp_path, name) -> None:
     a, b = tmp_path / "a", tmp_path / "b"

@@ -13,6 +13,7 @@ import pytest
 from correlate.simulator import scenario_names
 from correlate.simulator.core import HOUR, MINUTE, NS, day_start, parse_start
 from correlate.simulator.scenarios import build
+from correlate.simulator.world import metric_name
 
 START = "2026-03-14T00:00:00Z"
 SEED = int(os.environ.get("SIMULATOR_SEED", "1"))
@@ -64,7 +65,8 @@ def _fb_ratio(series, pod: str) -> list[tuple[float, float]]:
 @pytest.mark.parametrize("name", scenario_names())
 def test_watched_gauges_cross_their_thresholds_before_alerts_start(stories, name) -> None:
     story, files = stories[name]
-    series = _series(files["metrics.om"], set(GAUGES.values()) | {"DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE"})
+    names = {metric_name(e, n) for e in ("vllm", "sglang", "trtllm") for n in GAUGES.values()} - {None}
+    series = _series(files["metrics.om"], names | {"DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE"})
     checked = 0
     for occ in story.occs:
         if not occ.signal or occ.key not in story.first_seen:
@@ -74,7 +76,8 @@ def test_watched_gauges_cross_their_thresholds_before_alerts_start(stories, name
             continue
         starts = occ.starts / NS
         for pod in keys:
-            points = _fb_ratio(series, pod) if signal == "fb" else series.get((GAUGES[signal], pod), [])
+            family = GAUGES.get(signal, "") if signal == "frag" else metric_name(occ.dep.engine, GAUGES.get(signal, ""))
+            points = _fb_ratio(series, pod) if signal == "fb" else series.get((family, pod), [])
             assert points, (name, occ.labels["alertname"], pod)
             value = _at_or_before(points, starts)
             assert value is not None, (name, occ.labels["alertname"])
@@ -128,24 +131,25 @@ def test_rates_and_latency_quantiles_cross_before_alerts_start(stories, name) ->
     """rate(vllm:num_preemptions_total[5m]) and histogram_quantile(0.99, ...[5m]) as the rules see them."""
     story, files = stories[name]
     text = files["metrics.om"]
-    preempt = _series(text, {"vllm:num_preemptions_total"})
-    hists = {sig: _buckets(text, fam) for sig, fam in HISTS.items()}
+    preempt = _series(text, {"vllm:num_preemptions_total", "sglang:num_retracted_requests_total"})
     for occ in story.occs:
         if not occ.signal or occ.key not in story.first_seen:
             continue
         signal, keys, threshold, _ = occ.signal
         t = occ.starts / NS
+        engine = occ.dep.engine if occ.dep is not None else "vllm"
         if signal == "preempt":
             for pod in keys:
-                pts = preempt[("vllm:num_preemptions_total", pod)]
+                pts = preempt[(metric_name(engine, "vllm:num_preemptions") + "_total", pod)]
                 now, before = _at_or_before(pts, t), _at_or_before(pts, t - 300)
                 assert (now - before) / 300 > threshold, (name, occ.labels["alertname"])
         elif signal in HISTS:
+            hist = _buckets(text, metric_name(engine, HISTS[signal]))
             merged: dict[float, float] = defaultdict(float)
             if "model_name" in occ.labels and "pod" not in occ.labels:  # by (namespace, model_name)
-                keys = [p for p in hists[signal] if p.startswith(occ.dep.name + "-")]
+                keys = [p for p in hist if p.startswith(occ.dep.name + "-")]
             for pod in keys:
-                for le, pts in hists[signal][pod].items():
+                for le, pts in hist[pod].items():
                     now, before = _at_or_before(pts, t), _at_or_before(pts, t - 300)
                     if now is not None and before is not None and now >= before:
                         merged[le] += now - before
@@ -262,3 +266,124 @@ def test_fleet_day_seeds_keep_their_shape(seed) -> None:
     assert len(files["metrics.om"]) < 16_000_000
     assert datetime.fromtimestamp(story.occs[0].starts / NS, timezone.utc).date().isoformat() == "2026-03-14"
     assert MINUTE
+
+
+def _all_series(text: str) -> dict[str, list[tuple[dict[str, str], list[tuple[float, float]]]]]:
+    """family sample name -> [(labels, [(ts, value)])]"""
+    grouped: dict[tuple[str, str], list[tuple[float, float]]] = defaultdict(list)
+    label_of: dict[tuple[str, str], dict[str, str]] = {}
+    for line in text.splitlines():
+        if line.startswith("#"):
+            continue
+        m = LINE.match(line)
+        if not m:
+            continue
+        key = (m.group(1), m.group(2))
+        grouped[key].append((float(m.group(4)), float(m.group(3))))
+        if key not in label_of:
+            label_of[key] = dict(LABEL.findall(m.group(2)))
+    out: dict[str, list] = defaultdict(list)
+    for (name, raw), pts in grouped.items():
+        out[name].append((label_of[(name, raw)], pts))
+    return out
+
+
+def _increase(pts: list[tuple[float, float]], t: float, window: float) -> float | None:
+    """increase() over (t - window, t], counter resets handled."""
+    inside = [(ts, v) for ts, v in pts if t - window < ts <= t]
+    if len(inside) < 2:
+        return None
+    total = 0.0
+    for (_, a), (_, b) in zip(inside, inside[1:]):
+        total += b - a if b >= a else b
+    return total
+
+
+def _pick(series, name: str, **labels: str):
+    return [(ls, pts) for ls, pts in series.get(name, []) if all(ls.get(k) == v for k, v in labels.items())]
+
+
+@pytest.mark.parametrize("name", scenario_names())
+def test_event_and_ratio_rules_agree_with_the_series(stories, name) -> None:
+    """Counters, ratios and kube-state-metrics behind the other rules, evaluated at startsAt."""
+    story, files = stories[name]
+    series = _all_series(files["metrics.om"])
+    seen_kinds = set()
+    for occ in story.occs:
+        if occ.key not in story.first_seen or occ.dep is None:
+            continue
+        t = occ.starts / NS
+        labels = occ.labels
+        engine = occ.dep.engine
+        ctx = (name, labels["alertname"])
+        if occ.kind in ("oom_killed", "cuda_oom", "engine_restart"):
+            (restarts,) = _pick(series, "kube_pod_container_status_restarts_total", pod=labels["pod"])
+            assert _increase(restarts[1], t, 600) >= 1, ctx
+            if occ.kind != "engine_restart":
+                reason = "OOMKilled" if occ.kind == "oom_killed" else "Error"
+                (last,) = _pick(series, "kube_pod_container_status_last_terminated_reason", pod=labels["pod"],
+                                reason=reason)
+                assert _at_or_before(last[1], t) == 1, ctx
+        elif occ.kind == "crashloop":
+            (waiting,) = _pick(series, "kube_pod_container_status_waiting_reason", pod=labels["pod"])
+            assert any(t - 300 <= ts <= t for ts, _ in waiting[1]), ctx
+            assert waiting[1][0][0] <= t - 14 * 60, "CrashLoopBackOff held for the rule's 15m"
+        elif occ.kind == "target_down":
+            ups = _pick(series, "up", job=labels["job"], namespace=labels["namespace"], service=labels["service"])
+            values = [_at_or_before(pts, t) for _, pts in ups]
+            assert values.count(0) / len(values) > 0.10, ctx
+        elif occ.kind == "replicas":
+            (avail,) = _pick(series, "kube_deployment_status_replicas_available", deployment=labels["deployment"])
+            assert _at_or_before(avail[1], t) < occ.dep.replicas, ctx
+        elif occ.kind in ("xid", "ecc"):
+            pod_key = "exported_pod" if "exported_pod" in labels else "pod"
+            fam = "DCGM_FI_DEV_XID_ERRORS" if occ.kind == "xid" else "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL_total"
+            found = _pick(series, fam, UUID=labels["UUID"], **{pod_key: labels[pod_key]})
+            assert found, ctx
+            if occ.kind == "xid":
+                assert max(v for ls, pts in found for ts, v in pts if t - 300 <= ts <= t) > 0, ctx
+            else:
+                assert sum(_increase(pts, t, 600) or 0 for _, pts in found) > 0, ctx
+        elif occ.kind == "nan":
+            (corrupt,) = _pick(series, "vllm:corrupted_requests_total", pod=labels["pod"])
+            assert _increase(corrupt[1], t, 300) > 0, ctx
+        elif occ.kind == "spec":
+            (draft,) = _pick(series, "vllm:spec_decode_num_draft_tokens_total", pod=labels["pod"])
+            (acc,) = _pick(series, "vllm:spec_decode_num_accepted_tokens_total", pod=labels["pod"])
+            assert _increase(acc[1], t, 600) / _increase(draft[1], t, 600) < 0.65, ctx
+        elif occ.kind == "hot":
+            fam = metric_name(engine, "vllm:request_success") + "_total"
+            rates = defaultdict(float)
+            for ls, pts in _pick(series, fam, namespace=labels["namespace"], model_name=labels["model_name"]):
+                rates[ls["pod"]] += (_increase(pts, t, 300) or 0) / 300
+            live = [r for r in rates.values() if r > 0]
+            assert rates[labels["pod"]] / (sum(live) / len(live)) > 2, (ctx, dict(rates))
+        elif occ.kind == "errors":
+            parts = _pick(series, "http_requests_total", namespace=labels["namespace"], service=labels["service"])
+            bad = sum(_increase(pts, t, 300) or 0 for ls, pts in parts if ls["status"] == "5xx")
+            total = sum(_increase(pts, t, 300) or 0 for ls, pts in parts)
+            assert bad / total > 0.02, ctx
+        elif occ.kind == "repetition":
+            parts = _pick(series, "vllm:request_success_total", namespace=labels["namespace"],
+                          model_name=labels["model_name"])
+            rep = sum(_increase(pts, t, 600) or 0 for ls, pts in parts if ls["finished_reason"] == "repetition")
+            total = sum(_increase(pts, t, 600) or 0 for ls, pts in parts)
+            assert rep / total > 0.05, ctx
+        elif occ.kind == "disconnects":
+            parts = _pick(series, "istio_requests_total", destination_workload=labels["destination_workload"])
+            dc = sum(_increase(pts, t, 300) or 0 for ls, pts in parts if ls["response_flags"] == "DC")
+            total = sum(_increase(pts, t, 300) or 0 for ls, pts in parts)
+            assert dc / total > 0.05, ctx
+        elif occ.kind == "ghost":
+            fam = metric_name(engine, "vllm:request_success") + "_total"
+            done = sum((_increase(pts, t, 300) or 0) / 300 for _, pts in _pick(series, fam, pod=labels["pod"]))
+            assert done < 1, (ctx, done)
+        else:
+            continue
+        seen_kinds.add(occ.kind)
+    expected = {"gpu-xid-crash": {"xid", "crashloop", "target_down", "engine_restart"},
+                "numeric-nan": {"repetition", "errors"}, "spec-decode-tpot": {"spec"},
+                "rollout-crashloop": {"crashloop", "replicas"}, "config-oom": {"cuda_oom"},
+                "ghost-requests": {"disconnects", "ghost"}, "hot-instance": {"hot"},
+                "frag-oom": {"oom_killed", "crashloop"}, "march-oom": {"oom_killed", "crashloop"}}
+    assert expected.get(name, set()) <= seen_kinds

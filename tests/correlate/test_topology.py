@@ -26,9 +26,15 @@ def test_exported_pod_names_the_workload_behind_an_exporter():
     assert "gpu-1234" in scope.gpus
 
 
-def test_dcgm_job_without_exported_pod_means_the_pod_label_is_the_exporter():
+def test_dcgm_job_without_pod_mapping_means_the_pod_label_is_the_exporter():
     scope = scope_of({"pod": "gpu-metrics-abcde", "job": "dcgm-exporter", "Hostname": "n2"})
     assert scope.pod == ""
+
+
+def test_dcgm_pod_mapping_with_workload_container_names_the_workload():
+    scope = scope_of({"pod": "vllm-a-7d9f8b6c5d-x2k4p", "container": "inference-server", "namespace": "llm",
+                      "job": "nvidia-dcgm-exporter", "hostname": "n2", "gpu": "0"})
+    assert scope.pod == "vllm-a-7d9f8b6c5d-x2k4p"
 
 
 def test_node_exporter_instance_names_the_node():
