@@ -35,10 +35,10 @@ def test_alertmanager_deliveries_to_a_live_server_are_stored_and_processed(live_
     ]
     with Alertmanager(live_server.url + integration.path, integration.plain_token, binary=binary) as alertmanager:
         alertmanager.post_alerts(firing)
-        wait_until(lambda: Alert.objects.filter(integration=integration, status="firing").count() == 2, timeout=30, what="two firing alerts")
+        wait_until(lambda: Alert.objects.filter(integration=integration, status="firing").count() == 2, timeout=90, what="two firing alerts")
         resolved = dict(firing[0], endsAt=(now - timedelta(seconds=5)).isoformat().replace("+00:00", "Z"))
         alertmanager.post_alerts([resolved])
-        wait_until(lambda: Alert.objects.filter(integration=integration, status="resolved").count() == 1, timeout=30, what="the resolved notification")
+        wait_until(lambda: Alert.objects.filter(integration=integration, status="resolved").count() == 1, timeout=90, what="the resolved notification")
         assert alertmanager.metric("alertmanager_notifications_failed_total", integration="webhook") == 0
     fragmentation = Alert.objects.get(alertname="KVCacheFragmentationHigh")
     assert fragmentation.starts_at == now - timedelta(minutes=3)
