@@ -603,7 +603,7 @@ def sc_fleet_day(s: Story) -> None:
 
     # A: fragmentation cascade on c0 (slow root rule), an unrelated job failure just before it
     inc_a = s.incident()
-    noise_job_failed(s, big[0], t - int(r.uniform(3, 7) * M))  # fires a few minutes before A
+    job = noise_job_failed(s, big[0], t - int(r.uniform(3, 7) * M))  # fires a few minutes before A
     a = frag_oom(s, big[0], t, inc_a, slow=True, fb_alert=r.random() < 0.7, bad=r.randrange(4))
     fa = _first(_occs(a))
     respond(s, inc_a, a["frag"], fa, who=0, ack_s=ack(), assign_to=1, severity="critical",
@@ -618,7 +618,8 @@ def sc_fleet_day(s: Story) -> None:
     respond(s, inc_b, b["preempt"], fb_, who=2, ack_s=ack(), resolve_after=_last_end(b) + 4 * M)
     s.act("note", fb_, after_s=ack() + 200, by=s.person(2),
           text="TPOT breach is on a different model than the OOM; not the same incident")
-    s.act("split", b["tpot"], after_s=120, by=s.person(2), alerts=[b["tpot"]])
+    # whoever holds the failed eval job with A's cascade splits it out (a no-op if it stood alone)
+    s.act("split", job, after_s=240, by=s.person(1), alerts=[job])
 
     # C: GPU Xid cascade in c1 while A runs (another cluster); its cause is delivered late
     inc_c = s.incident()
