@@ -89,6 +89,9 @@ class _Partition:
         if not positions:
             return []
         start = min(positions)
+        before = self.engine._before
+        for entry in self.entries[start:]:
+            before[entry.key] = self.signature(entry)
         self._rollback_from(start)
         if fresh:
             tail = self.entries[start:] + fresh
@@ -100,6 +103,14 @@ class _Partition:
         for entry in replayed:
             self._process(entry)
         return replayed
+
+    def signature(self, entry: _Entry) -> tuple:
+        """Enough of an entry's incident to tell whether a replay changed it."""
+        if entry.excluded or entry.key not in self.parent:
+            return ()
+        agg = self.agg[self.find(entry.key)]
+        members = agg[4]
+        return (len(members), agg[0], agg[2], agg[3], members[0].key, len(entry.edges), len(entry.links))
 
     def _rollback_from(self, start: int) -> None:
         for entry in reversed(self.entries[start:]):
@@ -288,6 +299,7 @@ class Correlator:
         self._scopes: dict[tuple, Scope] = {}
         self._lookbacks: dict[tuple, timedelta] = {}
         self._partitions: dict[str, _Partition] = {}
+        self._before: dict[str, tuple] = {}
         self._entries: dict[str, _Entry] = {}
         self._decisions: list[Decision] = []
         self._excluded: set[str] = set()
@@ -317,8 +329,14 @@ class Correlator:
         return self.add_many([alert])
 
     def add_many(self, alerts: Iterable[Alert]) -> list[Incident]:
+        """Ingest alerts; returns the incidents they created or changed (members, edges or links)."""
+        alerts = list(alerts)
+        self._before = {}
         replayed = self._ingest(alerts)
-        return self._incidents_touching(replayed)
+        new_keys = {occurrence_key(a.fingerprint, a.starts_at) for a in alerts}
+        changed = [e for e in replayed
+                   if e.key in new_keys or self._partitions[e.partition].signature(e) != self._before.get(e.key)]
+        return self._incidents_touching(changed)
 
     def decide(self, decision: Decision) -> list[Incident]:
         """Apply a human decision; returns the incidents it changed. Decisions are never undone."""

@@ -41,6 +41,11 @@ class Ranked:
 
 
 def rank(members: list[Member], edges: list[Edge], links: list[tuple[str, str]], catalog: Catalog) -> Ranked:
+    if len(members) == 1:
+        only = members[0]
+        score = COVERAGE_WEIGHT + DEPTH_WEIGHT * only.depth / 100.0 + SOURCE_WEIGHT
+        text = explain(only, [], {only.key: only}, 0, 1, catalog)
+        return Ranked((), (only.key,), (RootCandidate(only.key, round(min(1.0, 0.5 * score + 0.5), 3), text),))
     by_key = {m.key: m for m in members}
     order = {m.key: i for i, m in enumerate(members)}
     outgoing: dict[str, list[Edge]] = {}
@@ -54,15 +59,16 @@ def rank(members: list[Member], edges: list[Edge], links: list[tuple[str, str]],
         neighbours.setdefault(b, []).append(a)
     total_others = max(len(members) - 1, 1)
     wanted = max(1, catalog.settings.max_candidates)
-    sources = [m for m in members if not any(e.cause != m.key for e in incoming.get(m.key, ()))]
-    others = [m for m in members if m.key in incoming and m not in sources] if len(sources) < wanted else []
+    sources = [m for m in members if m.key not in incoming or all(e.cause == m.key for e in incoming[m.key])]
+    source_keys = {m.key for m in sources}
+    others = [m for m in members if m.key not in source_keys] if len(sources) < wanted else []
     others.sort(key=lambda m: (-m.depth, order[m.key]))
     scored: list[tuple[float, int, str, int]] = []
     for member in sources + others[: wanted - len(sources)]:
         reach = _reach(member.key, outgoing, neighbours, by_key)
         coverage = reach / total_others if len(members) > 1 else 1.0
         depth = member.depth / 100.0
-        is_source = member.key not in incoming or not any(e.cause != member.key for e in incoming[member.key])
+        is_source = member.key in source_keys
         score = COVERAGE_WEIGHT * coverage + DEPTH_WEIGHT * depth + (SOURCE_WEIGHT if is_source else 0.0)
         if not is_source:
             score *= NON_SOURCE_PENALTY

@@ -22,6 +22,7 @@ ROUTE_KEYS = ("route", "httproute", "service", "destination_service_name", "dest
               "backend", "upstream", "inference_pool", "inferencepool", "pool", "server", "target")
 CLUSTER_KEYS = ("cluster", "k8s_cluster", "cluster_name", "kubernetes_cluster", "cluster_id")
 EXPORTER_POD = re.compile(r"(dcgm|exporter|kube-state-metrics|prometheus|node-exporter|cadvisor|otel|collector|vmagent|grafana-agent|alloy)", re.I)
+_SIZE_TOKEN = re.compile(r"^(\d+x)?\d+(\.\d+)?[bmk]$")
 _K8S_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _DEPLOYMENT_POD = re.compile(rf"^(?P<name>.+)-(?:(?=[a-z0-9]*\d)[a-z0-9]{{6,10}}|[{_K8S_ALPHABET}]{{6,10}})-[a-z0-9]{{5}}$")
 _STATEFUL_POD = re.compile(r"^(?P<name>.+)-\d+$")
@@ -93,20 +94,19 @@ def gateway_key(name: str) -> str:
 
 @lru_cache(maxsize=65536)
 def gateway_stems(key: str) -> frozenset[str]:
-    """A key and its leading parts that still name a model ('qwen2-5-72b' of 'qwen2-5-72b-chat').
+    """A key and its leading parts that end in a model size ('qwen2-5-72b' of 'qwen2-5-72b-chat').
 
     A deployment is usually named after its model plus a purpose or version, so the gateway's
-    model name and the engine's deployment meet on their common stem; a stem must keep a size
-    or version token (a digit) or three words, so 'mistral-small' alone joins nothing.
+    model name and the engine's deployment meet on their common stem; a stem must end in a
+    size token (8b, 72b, 8x7b), so 'llama-3' alone never joins an 8B and a 70B model.
     """
     if not key:
         return frozenset()
     tokens = key.split("-")
     stems = {key}
     for size in range(2, len(tokens)):
-        head = tokens[:size]
-        if size >= 3 or any(ch.isdigit() for t in head for ch in t):
-            stems.add("-".join(head))
+        if _SIZE_TOKEN.match(tokens[size - 1]):
+            stems.add("-".join(tokens[:size]))
     return frozenset(stems)
 
 

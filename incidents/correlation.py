@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection, transaction
-from django.db.models import Min, Q
+from django.db.models import Min
 
 from correlate import engine as correlation_engine
 from correlate.catalog import Catalog, load_catalog

@@ -28,7 +28,7 @@ def process_delivery(delivery_id: int) -> None:
     ignore_result=True,
 )
 def process_pending_deliveries() -> int:
-    """Drain the pending deliveries in batches (enqueued by `services.drain_signal`)."""
+    """Drain the pending deliveries in batches (enqueued by `services.deliveries.drain_signal`)."""
     return services.deliveries_drain()
 
 

@@ -228,7 +228,6 @@ def test_change_event_is_a_resolved_process_occurrence(make_integration, deliver
 
 @pytest.mark.django_db
 def test_rejected_delivery_can_be_replayed_after_a_fix(make_integration, post_hook):
-    from incidents import services
 
     integration = make_integration()
     response = post_hook(integration, b'{"alerts": [{"labels": {"alertname": "A"}, "startsAt": "yesterday"}]}')

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import argparse
 import gc
+import os
 import json
 import platform
 import random
@@ -111,22 +112,27 @@ def main() -> int:
     arrivals = stream(args.alerts, args.clusters, args.hours, args.seed)
     alerts = [a for _, a in arrivals]
     batch_times = []
+    batch_cpu = []
     incidents = []
     for _ in range(args.repeat):
         gc.collect()
-        began = time.perf_counter()
+        began, began_cpu = time.perf_counter(), time.process_time()
         incidents = correlate(alerts, catalog=catalog)
         batch_times.append(time.perf_counter() - began)
+        batch_cpu.append(time.process_time() - began_cpu)
     gc.collect()
     correlator = Correlator(catalog)
     per_alert = []
+    per_alert_cpu = []
     began_all = time.perf_counter()
     for alert in alerts:
-        began = time.perf_counter()
+        began, began_cpu = time.perf_counter(), time.thread_time()
         correlator.add(alert)
+        per_alert_cpu.append(time.thread_time() - began_cpu)
         per_alert.append(time.perf_counter() - began)
     incremental_total = time.perf_counter() - began_all
     per_alert.sort()
+    per_alert_cpu.sort()
     same = [i.alert_keys for i in correlator.incidents()] == [i.alert_keys for i in incidents]
     result = {
         "alerts": len(alerts), "clusters": args.clusters, "hours": args.hours, "seed": args.seed,
@@ -137,6 +143,11 @@ def main() -> int:
         "incremental_p99_ms": round(per_alert[int(len(per_alert) * 0.99)] * 1000, 3),
         "incremental_max_ms": round(per_alert[-1] * 1000, 3),
         "incremental_mean_ms": round(statistics.fmean(per_alert) * 1000, 3),
+        "batch_cpu_s_best": round(min(batch_cpu), 3),
+        "incremental_cpu_p50_ms": round(per_alert_cpu[len(per_alert_cpu) // 2] * 1000, 3),
+        "incremental_cpu_p99_ms": round(per_alert_cpu[int(len(per_alert_cpu) * 0.99)] * 1000, 3),
+        "incremental_cpu_max_ms": round(per_alert_cpu[-1] * 1000, 3),
+        "load_average": list(os.getloadavg()),
         "incremental_equals_batch": same,
         "python": platform.python_version(), "machine": platform.machine(),
     }

@@ -58,8 +58,10 @@ class Occurrence:
     arrival: int
     am: str
     kind: str = ""
-    signal: tuple[str, str, float, str] | None = None  # (signal, key, threshold, direction)
+    signal: tuple[str, list[str], float, str] | None = None  # (signal, series keys, threshold, direction)
     seq: int = 0
+    dep: object = None  # the story's Deployment / Node behind the alert, for metric windows and tests
+    node: object = None
 
     @property
     def starts_at(self) -> str:

@@ -10,10 +10,13 @@ from __future__ import annotations
 
 import math
 from collections import defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .core import NS, om_ts, rng_for
 from .world import ENGINES, Deployment, Gpu, Node, Pod, metric_name
+
+Labeller = Callable[[Pod], dict[str, str]]
 
 TTFT_BUCKETS = (0.25, 0.5, 1.0, 2.5, 5.0, 10.0)
 TPOT_BUCKETS = (0.025, 0.05, 0.075, 0.1, 0.15, 0.25, 0.5)
@@ -25,7 +28,7 @@ BASELINES = {
     "preempt": (0.001, 0.004), "ttft": (0.55, 1.1), "tpot": (0.032, 0.05), "itl": (0.035, 0.06),
     "hot": (1.0, 1.0), "corrupt": (0.0, 0.0), "rep": (0.001, 0.004), "err": (0.001, 0.004),
     "dc": (0.002, 0.008), "spec": (0.72, 0.8), "disk": (18.0, 30.0), "rate": (3.0, 7.0), "fb": (0.9, 0.93),
-    "ghost_stall": (0.0, 0.0),
+    "ghost_stall": (0.0, 0.0), "temp": (52.0, 68.0),
 }
 
 
@@ -308,7 +311,7 @@ class Renderer:
         return "\n".join(self.out) + "\n"
 
     # -- signal helpers --------------------------------------------------------------------
-    def _gauge_rows(self, name: str, dep: Deployment, signal: str, labeller, noise: float, cap: float,
+    def _gauge_rows(self, name: str, dep: Deployment, signal: str, labeller: Labeller, noise: float, cap: float,
                     as_int: bool = False) -> None:
         tel = self.tel
         for pod in self.pods(dep):
@@ -339,7 +342,7 @@ class Renderer:
         shares = {p.name: tel.raw("hot", p.name, t) for p in live}
         return total * shares[pod.name] / sum(shares.values())
 
-    def _counter(self, fam: str, help_: str, signal: str, labeller, need: str | None) -> None:
+    def _counter(self, fam: str, help_: str, signal: str, labeller: Labeller, need: str | None) -> None:
         tel = self.tel
         deps = [d for d in self._deps() if need is None or need in d.families]
         if not deps:
@@ -584,6 +587,17 @@ class Renderer:
         self.out.extend(rows_used)
         self.family("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).")
         self.out.extend(rows_free)
+        temp_targets = [(g, p, wnd) for g, p, wnd, _ in targets if p is not None and ("temp", p.name) in tel.bumps]
+        if temp_targets:
+            self.family("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).")
+            for gpu, pod, window in temp_targets:
+                r = rng_for(tel.seed, "temp", gpu.uuid)
+                ls = _labels(dcgm_labels(gpu, pod))
+                for t in self.grid(window):
+                    if tel.alive(pod, t):
+                        raw = tel.raw("temp", pod.name, t)
+                        noisy = raw + (r.uniform(-1.5, 1.5) if raw == tel.base("temp", pod.name) else 0)
+                        self.out.append(f"DCGM_FI_DEV_GPU_TEMP{ls} {int(round(noisy))} {om_ts(t)}")
         xid_targets = [(g, p, wnd) for g, p, wnd, _ in targets if g.uuid in tel.xids]
         if xid_targets:
             self.family("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.")
@@ -604,14 +618,16 @@ class Renderer:
                     self.out.append(f"DCGM_FI_DEV_XID_ERRORS{_labels(extra_ls)} {code} {om_ts(t)}")
         ecc_targets = [(g, p, wnd) for g, p, wnd, _ in targets if g.uuid in tel.ecc]
         if ecc_targets:
-            self.family("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "counter", "Total number of double-bit volatile ECC errors.")
+            # dcgm-exporter's own name already ends in _TOTAL; as an OpenMetrics counter it would need a
+            # lower-case _total suffix the rules do not use, so it is written as an untyped family
+            self.family("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "unknown", "Total number of double-bit volatile ECC errors.")
             for gpu, pod, window in ecc_targets:
                 ls = _labels(dcgm_labels(gpu, pod))
                 for t in self.grid(window):
                     if pod is not None and not tel.alive(pod, t):
                         continue
                     n = sum(1 for s in tel.ecc[gpu.uuid] if s <= t)
-                    self.out.append(f"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL_total{ls} {n} {om_ts(t)}")
+                    self.out.append(f"DCGM_FI_DEV_ECC_DBE_VOL_TOTAL{ls} {n} {om_ts(t)}")
 
     def _ksm(self, deps: list[Deployment]) -> None:
         tel = self.tel
@@ -662,18 +678,38 @@ class Renderer:
             self.family("kube_pod_container_status_waiting_reason", "gauge",
                         "Describes the reason the container is currently in waiting state.")
             self.out.extend(rows)
+        # kube_pod_info carries the node, which the OOM rules join in (`group_left (node)`)
+        self.family("kube_pod_info", "gauge", "Information about pod.")
+        for dep in deps:
+            ip = self.ksm_ips[dep.cluster.name]
+            for pod in self.pods(dep):
+                ls = _labels({"cluster": dep.cluster.name, "job": "kube-state-metrics", "instance": f"{ip}:8080",
+                              "namespace": dep.namespace, "pod": pod.name, "uid": pod.uid, "node": pod.node.name,
+                              "pod_ip": pod.ip, "host_ip": pod.node.ip, "created_by_kind": "ReplicaSet",
+                              "created_by_name": pod.name.rsplit("-", 1)[0]})
+                self.out.extend(f"kube_pod_info{ls} 1 {om_ts(t)}" for t in self.grid(dep.name) if tel.alive(pod, t))
         rdeps = [d for d in deps if "replicas" in d.families]
-        if rdeps:
-            self.family("kube_deployment_status_replicas_available", "gauge",
-                        "The number of available replicas per deployment.")
+        for fam, help_ in (("kube_deployment_spec_replicas", "Number of desired pods for a deployment."),
+                           ("kube_deployment_status_replicas_available",
+                            "The number of available replicas per deployment."),
+                           ("kube_deployment_status_replicas_updated",
+                            "The number of updated replicas per deployment.")):
+            if not rdeps:
+                break
+            self.family(fam, "gauge", help_)
             for dep in rdeps:
                 ls = _labels({"cluster": dep.cluster.name, "job": "kube-state-metrics",
                               "instance": f"{self.ksm_ips[dep.cluster.name]}:8080", "namespace": dep.namespace,
                               "deployment": dep.name})
                 for t in self.grid(dep.name):
-                    short = sum(n for s, e, n in tel.replicas_short.get(dep.name, ()) if s <= t < e)
-                    self.out.append(f"kube_deployment_status_replicas_available{ls} {len(dep.pods) - short} "
-                                    f"{om_ts(t)}")
+                    spans = [(s, e, n) for s, e, n in tel.replicas_short.get(dep.name, ()) if s <= t < e]
+                    if fam == "kube_deployment_spec_replicas":
+                        value = dep.replicas
+                    elif fam == "kube_deployment_status_replicas_available":
+                        value = dep.replicas - sum(n for _, _, n in spans)
+                    else:  # a stuck rollout: the updated (new) pods never become more than the surge
+                        value = 2 if spans else dep.replicas
+                    self.out.append(f"{fam}{ls} {value} {om_ts(t)}")
 
     def _nodes(self, nodes: list[tuple[Node, str]]) -> None:
         tel = self.tel

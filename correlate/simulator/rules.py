@@ -303,7 +303,7 @@ _add(Kind(
     ("LLMGpuTemperatureHigh",), ("GPUHighTemperature", "DcgmGpuTempHigh"),
     Expr("DCGM_FI_DEV_GPU_TEMP > 85", 300, 0, 60, POD),
     "GPU {gpu} on {host} at {value_int} C", "GPU temperature above 85 C on {host} GPU {gpu}.",
-    runbook="none"))
+    signal="temp", threshold=85, runbook="none"))
 
 
 def interval_ns(kind: Kind) -> int:

@@ -11,8 +11,9 @@ from typing import Callable
 from .core import HOUR, MINUTE, NS, day_start, hex_id, rng_for
 from .metrics import XID_TEXT
 from .rules import KINDS
-from .story import Incident, Story, static_target
-from .world import Deployment, translate
+from .alertmanager import Occurrence
+from .story import Change, Incident, Story, static_target
+from .world import Cluster, Deployment, Node, translate
 
 M = MINUTE
 
@@ -35,7 +36,7 @@ def _j(s: Story, *key: object, lo: float = -1.0, hi: float = 1.0) -> int:
 # -- families --------------------------------------------------------------------------------------
 
 def frag_oom(s: Story, dep: Deployment, t0: int, inc: Incident | None, *, slow: bool = True, bad: int = 0,
-             fb_alert: bool = True, crash_minutes: int = 22, recurrence: bool = False) -> dict:
+             fb_alert: bool = True, crash_minutes: int = 22) -> dict:
     """Fragmentation -> KV pool exhaustion -> OOM -> crash loop -> sibling queueing -> TTFT."""
     _family(inc, "frag-oom")
     pod = dep.pods[bad]
@@ -49,7 +50,8 @@ def frag_oom(s: Story, dep: Deployment, t0: int, inc: Incident | None, *, slow: 
     out["kv"] = s.fire("kv_usage", pod, t0 + 11 * M, cut, inc=inc, decay_s=5)
     if fb_alert:
         out["fb"] = s.fire("gpu_fb", pod, t0 + 19 * M, cut, inc=inc, peak=420, decay_s=5)
-    s.effect("fb", pod, 0.95, 0.985, t0 + 15 * M, t_oom) if not fb_alert else None
+    else:  # the framebuffer still fills up; this cluster just has no rule on it
+        s.effect("fb", pod, 0.95, 0.985, t0 + 15 * M, cut, decay_s=5)
     back = s.oom(pod, t_oom)
     s.effect("kv", pod, 0.8, 0.97, back + 2 * M, t_cl, ramp_s=120)
     s.crashloop(pod, t_cl, t_fix, reason="OOMKilled")
@@ -169,7 +171,7 @@ def spec_decode(s: Story, dep: Deployment, t0: int, inc: Incident | None) -> dic
     end = t0 + 36 * M + _j(s, dep.name, t0, "sp", lo=-4, hi=4)
     out = {}
     out["spec"] = s.fire("spec", p1, t0, end, inc=inc, root=True)
-    out["spec2"] = s.fire("spec", p2, t0 + 40 * NS, end, inc=inc)
+    out["spec2"] = s.fire("spec", p2, t0 + 3 * M, end, inc=inc)
     out["tpot"] = s.fire("tpot", dep, t0 + 60 * NS, end + 1 * M, inc=inc, pods=[p1, p2])
     out["end"] = end
     return out
@@ -199,7 +201,10 @@ def rollout_crash(s: Story, dep: Deployment, t0: int, inc: Incident | None) -> d
                                "previous_image": f"{image}:{v_old}", "revision": hex_id(r, 7),
                                "author": author},
         inc=inc, root=True, dep=dep,
-        links=[{"href": f"https://argocd.{s.world.domain}/applications/{dep.name}", "text": "Argo CD application"},
+        links=[{"href": f"https://argocd.{s.world.domain}/applications/{dep.name}", "text": "Argo CD application"}
+               if kind == "rollout" else
+               {"href": f"https://github.com/{s.world.org}/ml-deploy/actions/runs/{r.randint(10**9, 10**10)}",
+                "text": "workflow run"},
                {"href": f"https://git.{s.world.domain}/ml-platform/deploy/commit/{hex_id(r, 40)}", "text": "commit"}])
     old_hash = dep.rs_hash
     new = s.world.roll(dep, 2)
@@ -293,7 +298,7 @@ def threshold_storm(s: Story, dep: Deployment, t0: int, inc: Incident | None) ->
 
 # -- noise ------------------------------------------------------------------------------------------
 
-def noise_disk_flap(s: Story, node, t0: int, flaps: int = 3) -> list:
+def noise_disk_flap(s: Story, node: Node, t0: int, flaps: int = 3) -> list[Occurrence]:
     occs = []
     t = t0
     for i in range(flaps):
@@ -303,19 +308,19 @@ def noise_disk_flap(s: Story, node, t0: int, flaps: int = 3) -> list:
     return occs
 
 
-def noise_cert(s: Story, cluster, t0: int):
+def noise_cert(s: Story, cluster: Cluster, t0: int) -> Occurrence:
     labels = {"instance": f"https://api.{s.world.org}-llm.com", "job": "blackbox-exporter"}
     return s.fire("cert", static_target(cluster, labels), t0, None, inc=None, value=11, bump=False)
 
 
-def noise_job_failed(s: Story, dep: Deployment, t0: int):
+def noise_job_failed(s: Story, dep: Deployment, t0: int) -> Occurrence:
     r = rng_for(s.key, "jobf", dep.name, t0)
     labels = {"namespace": dep.namespace, "job_name": f"eval-{dep.name[:20]}-{r.randint(28000000, 29999999)}",
               "job": "kube-state-metrics", "instance": f"{s.ksm_ips[dep.cluster.name]}:8080", "condition": "true"}
     return s.fire("job_failed", static_target(dep.cluster, labels), t0, t0 + 50 * M, inc=None, bump=False)
 
 
-def noise_cpu_throttle(s: Story, dep: Deployment, t0: int):
+def noise_cpu_throttle(s: Story, dep: Deployment, t0: int) -> Occurrence:
     r = rng_for(s.key, "cpu", dep.name, t0)
     pod = f"{dep.name}-router-{hex_id(r, 9)}-{hex_id(r, 5)}"
     labels = {"namespace": dep.namespace, "pod": pod, "container": "router"}
@@ -323,26 +328,28 @@ def noise_cpu_throttle(s: Story, dep: Deployment, t0: int):
                   value=38)
 
 
-def noise_clock(s: Story, node, t0: int):
+def noise_clock(s: Story, node: Node, t0: int) -> Occurrence:
     labels = {"instance": f"{node.ip}:9100", "job": "node-exporter"}
     return s.fire("clock", static_target(node.cluster, labels), t0, t0 + 25 * M, inc=None, bump=False)
 
 
-def noise_kv_blip(s: Story, dep: Deployment, t0: int):
+def noise_kv_blip(s: Story, dep: Deployment, t0: int) -> Occurrence:
     """A lone KV-usage spike that clears by itself: same names as real trouble, no cascade."""
     return s.fire("kv_usage", dep.pods[-1], t0, t0 + 13 * M, inc=None)
 
 
-def noise_gpu_temp(s: Story, dep: Deployment, t0: int):
+def noise_gpu_temp(s: Story, dep: Deployment, t0: int) -> Occurrence:
     pod = dep.pods[-1]
-    return s.fire("gpu_temp", (pod.gpu, pod), t0, t0 + 12 * M, inc=None, bump=False, value=87)
+    return s.fire("gpu_temp", (pod.gpu, pod), t0, t0 + 12 * M, inc=None, peak=88, value=88)
 
 
 # -- people ---------------------------------------------------------------------------------------
 
-def respond(s: Story, inc_occ, root, first, *, who: int, ack_s: float = 240, resolve_after=None,
-            notes: tuple[str, ...] = (), mitigate_after=None, severity: str | None = None,
+def respond(s: Story, first: Occurrence, *, who: int, ack_s: float = 240, resolve_after: int | None = None,
+            notes: tuple[str, ...] = (), mitigate_after: int | None = None, severity: str | None = None,
             assign_to: int | None = None) -> None:
+    """The on-call's usual moves on an incident, named by its first alert (retargeted at replay
+    time to whichever of the incident's alerts is firing)."""
     by = s.person(who)
     s.act("acknowledge", first, after_s=ack_s, by=by)
     if assign_to is not None:
@@ -358,7 +365,7 @@ def respond(s: Story, inc_occ, root, first, *, who: int, ack_s: float = 240, res
         s.act("resolve", first, at=resolve_after, by=s.person(assign_to if assign_to is not None else who))
 
 
-def _first(occs) -> object:
+def _first(occs: list[Occurrence]) -> Occurrence:
     items = [o for o in occs if hasattr(o, "starts")]
     return min(items, key=lambda o: (o.starts, o.seq))
 
@@ -382,7 +389,7 @@ def sc_frag_oom(s: Story) -> None:
     out = frag_oom(s, dep, t0, inc, slow=True)
     noise_job_failed(s, dep, t0 - 5 * M)  # fires (for: 15m) minutes before the cascade's first alert
     first = _first(_occs(out))
-    respond(s, inc, out["frag"], first, who=0, assign_to=1, severity="critical",
+    respond(s, first, who=0, assign_to=1, severity="critical",
             notes=(f"{out['oom'].labels['pod']} OOMKilled, siblings queueing; KV cache pinned at 98%",
                    "fragmentation alert fired late (15m avg rule); compaction not enabled on this pool"),
             mitigate_after=out["t_fix"] + 60 * NS, resolve_after=_last_end(out) + 5 * M)
@@ -397,7 +404,7 @@ def sc_preemption(s: Story) -> None:
     inc = s.incident()
     out = preemption_itl(s, dep, t0, inc)
     first = _first(_occs(out))
-    respond(s, inc, out["preempt"], first, who=1, notes=("long-context batch job hitting the chat pool; "
+    respond(s, first, who=1, notes=("long-context batch job hitting the chat pool; "
                                                         "asked them to route to the batch deployment",),
             resolve_after=_last_end(out) + 4 * M)
     s.act("degrade", first, after_s=600, by=s.person(1), level="L1")
@@ -410,7 +417,7 @@ def sc_hot(s: Story) -> None:
     inc = s.incident()
     out = hot_instance(s, dep, t0, inc, slow=True)
     first = _first(_occs(out))
-    respond(s, inc, out["hot"], first, who=2, notes=("one replica takes ~60% of traffic: shared system prompt "
+    respond(s, first, who=2, notes=("one replica takes ~60% of traffic: shared system prompt "
                                                     "hashes to it; enabling prefix-aware routing",),
             resolve_after=_last_end(out) + 3 * M)
 
@@ -423,7 +430,7 @@ def sc_numeric(s: Story) -> None:
     corrupt = rng_for(s.key, "corrupt").random() < 0.6
     out = numeric(s, dep, t0, inc, corrupt_metric=corrupt)
     first = _first(_occs(out))
-    respond(s, inc, out["rep"], first, who=0, severity="critical",
+    respond(s, first, who=0, severity="critical",
             notes=("garbage completions from one replica; quarantined the pod, batch fence to follow",),
             mitigate_after=out["end"] - 2 * M, resolve_after=_last_end(out) + 5 * M)
 
@@ -437,7 +444,7 @@ def sc_xid(s: Story) -> None:
     node_name = dep.pods[0].gpu.node.name
     out = xid_crash(s, dep, t0, inc, code=code, late_s=rng_for(s.key, "late").uniform(360, 540))
     first = _first(_occs(out))
-    respond(s, inc, out["xid"], first, who=2, assign_to=3,
+    respond(s, first, who=2, assign_to=3,
             notes=(f"GPU on {node_name} throws Xid {code}; cordoned and drained the node",),
             mitigate_after=out["t_drain"] + 2 * M, resolve_after=_last_end(out) + 6 * M)
 
@@ -449,7 +456,7 @@ def sc_ghost(s: Story) -> None:
     inc = s.incident()
     out = ghost_requests(s, dep, t0, inc)
     first = _first(_occs(out))
-    respond(s, inc, out["dc"], first, who=1, notes=("clients time out at 30 s but the engine keeps generating; "
+    respond(s, first, who=1, notes=("clients time out at 30 s but the engine keeps generating; "
                                                    "enabling abort-on-disconnect",),
             resolve_after=_last_end(out) + 4 * M)
 
@@ -461,7 +468,7 @@ def sc_spec(s: Story) -> None:
     inc = s.incident()
     out = spec_decode(s, dep, t0, inc)
     first = _first(_occs(out))
-    respond(s, inc, out["spec"], first, who=0, notes=("draft acceptance collapsed after a traffic mix shift",),
+    respond(s, first, who=0, notes=("draft acceptance collapsed after a traffic mix shift",),
             resolve_after=_last_end(out) + 3 * M)
     s.act("degrade", first, at=out["end"] - 6 * M, by=s.person(0), level="L1")
 
@@ -475,7 +482,7 @@ def sc_rollout(s: Story) -> None:
     out = rollout_crash(s, dep, t0, inc)
     _decoy_rollout(s, decoy, t0 - 9 * M)
     first = _first(_occs(out))
-    respond(s, inc, out["crash0"], first, who=1, notes=("new image crash-loops at start-up; rolling back",),
+    respond(s, first, who=1, notes=("new image crash-loops at start-up; rolling back",),
             resolve_after=_last_end(out) + 4 * M)
 
 
@@ -486,12 +493,12 @@ def sc_config(s: Story) -> None:
     inc = s.incident()
     out = config_oom(s, dep, t0, inc)
     first = _first(_occs(out))
-    respond(s, inc, out["oom1"], first, who=2, notes=("CUDA OOM on two replicas since the helm change; "
+    respond(s, first, who=2, notes=("CUDA OOM on two replicas since the helm change; "
                                                      "reverting gpu_memory_utilization to 0.90",),
             resolve_after=_last_end(out) + 4 * M)
 
 
-def _decoy_rollout(s: Story, dep: Deployment, at: int, kind: str = "rollout"):
+def _decoy_rollout(s: Story, dep: Deployment, at: int, kind: str = "rollout") -> Change:
     cl = dep.cluster
     r = rng_for(s.key, "decoy", dep.name, at)
     if kind == "threshold_edit":
@@ -606,7 +613,7 @@ def sc_fleet_day(s: Story) -> None:
     job = noise_job_failed(s, big[0], t - int(r.uniform(3, 7) * M))  # fires a few minutes before A
     a = frag_oom(s, big[0], t, inc_a, slow=True, fb_alert=r.random() < 0.7, bad=r.randrange(4))
     fa = _first(_occs(a))
-    respond(s, inc_a, a["frag"], fa, who=0, ack_s=ack(), assign_to=1, severity="critical",
+    respond(s, fa, who=0, ack_s=ack(), assign_to=1, severity="critical",
             notes=("OOM on one replica, the others queue; KV cache full before the OOM",),
             mitigate_after=a["t_fix"] + 2 * M, resolve_after=_last_end(a) + 6 * M)
     s.act("degrade", fa, at=a["t_oom"] + int(r.uniform(6, 12) * M), by=s.person(1), level=r.choice(["L2", "L3"]))
@@ -615,7 +622,7 @@ def sc_fleet_day(s: Story) -> None:
     inc_b = s.incident()
     b = preemption_itl(s, big[1], at(8, 20), inc_b)
     fb_ = _first(_occs(b))
-    respond(s, inc_b, b["preempt"], fb_, who=2, ack_s=ack(), resolve_after=_last_end(b) + 4 * M)
+    respond(s, fb_, who=2, ack_s=ack(), resolve_after=_last_end(b) + 4 * M)
     s.act("note", fb_, after_s=ack() + 200, by=s.person(2),
           text="TPOT breach is on a different model than the OOM; not the same incident")
     # whoever holds the failed eval job with A's cascade splits it out (a no-op if it stood alone)
@@ -625,7 +632,7 @@ def sc_fleet_day(s: Story) -> None:
     inc_c = s.incident()
     c = xid_crash(s, big[2], at(-5, 15), inc_c, code=r.choice([79, 48, 94, 95]), late_s=r.uniform(360, 600))
     fc = _first(_occs(c))
-    respond(s, inc_c, c["xid"], fc, who=3, ack_s=ack(), notes=("drained the node with the failing GPU",),
+    respond(s, fc, who=3, ack_s=ack(), notes=("drained the node with the failing GPU",),
             mitigate_after=c["t_drain"] + 2 * M, resolve_after=_last_end(c) + 5 * M)
     s.act("merge", c["crash"], after_s=240, by=s.person(3), into=c["ttft"])
 
@@ -635,40 +642,40 @@ def sc_fleet_day(s: Story) -> None:
     _decoy_rollout(s, bystander[2], t_d - int(r.uniform(4, 12) * M))
     d = rollout_crash(s, big[3], t_d, inc_d)
     fd = _first(_occs(d))
-    respond(s, inc_d, d["change"], fd, who=4, ack_s=ack(), notes=("new vLLM image crash-loops; rolled back",),
+    respond(s, fd, who=4, ack_s=ack(), notes=("new vLLM image crash-loops; rolled back",),
             resolve_after=_last_end(d) + 5 * M)
 
     # E: hot instance in c3 (the skew rule is slow in most seeds and fires last)
     inc_e = s.incident()
     hot = hot_instance(s, big[4], at(30, 55), inc_e, slow=r.random() < 0.75, idx=r.randrange(4))
     fe = _first(_occs(hot))
-    respond(s, inc_e, hot["hot"], fe, who=5, ack_s=ack(), resolve_after=_last_end(hot) + 3 * M)
+    respond(s, fe, who=5, ack_s=ack(), resolve_after=_last_end(hot) + 3 * M)
 
     # F: numeric trouble in c1, later in the day
     inc_f = s.incident()
     f = numeric(s, big[5], at(135, 165), inc_f, corrupt_metric=r.random() < 0.5, idx=r.randrange(4))
     ff = _first(_occs(f))
-    respond(s, inc_f, f["rep"], ff, who=0, ack_s=ack(), severity="critical",
+    respond(s, ff, who=0, ack_s=ack(), severity="critical",
             mitigate_after=f["end"] - 3 * M, resolve_after=_last_end(f) + 4 * M)
 
     # G: ghost requests in c2
     inc_g = s.incident()
     g = ghost_requests(s, big[6], at(175, 210), inc_g)
     fg = _first(_occs(g))
-    respond(s, inc_g, g["dc"], fg, who=1, ack_s=ack(), resolve_after=_last_end(g) + 3 * M)
+    respond(s, fg, who=1, ack_s=ack(), resolve_after=_last_end(g) + 3 * M)
 
     # H: speculative decoding in c3 (acceptance rule has a 10m window: fires after the TPOT breach)
     inc_h = s.incident()
     h = spec_decode(s, big[7], at(105, 135), inc_h)
     fh = _first(_occs(h))
-    respond(s, inc_h, h["spec"], fh, who=2, ack_s=ack(), resolve_after=_last_end(h) + 3 * M)
+    respond(s, fh, who=2, ack_s=ack(), resolve_after=_last_end(h) + 3 * M)
     s.act("degrade", fh, at=h["end"] - 8 * M, by=s.person(2), level="L1")
 
     # I: config change -> CUDA OOM in c0 (another model than A), with a reviewed threshold-edit decoy
     inc_i = s.incident()
     i_ = config_oom(s, big[8], at(195, 230), inc_i)
     fi = _first(_occs(i_))
-    respond(s, inc_i, i_["oom1"], fi, who=3, ack_s=ack(), resolve_after=_last_end(i_) + 4 * M)
+    respond(s, fi, who=3, ack_s=ack(), resolve_after=_last_end(i_) + 4 * M)
     _decoy_rollout(s, bystander[0], at(80, 110), kind="threshold_edit")
 
     # J: recurrence of A on the same deployment, an hour+ after A ended: a new incident
@@ -677,7 +684,7 @@ def sc_fleet_day(s: Story) -> None:
     j = frag_oom(s, big[0], t_j, inc_j, slow=r.random() < 0.5, fb_alert=False, crash_minutes=16,
                  bad=a["bad"] if r.random() < 0.7 else (a["bad"] + 1) % 4)
     fj = _first(_occs(j))
-    respond(s, inc_j, j["frag"], fj, who=4, ack_s=ack(),
+    respond(s, fj, who=4, ack_s=ack(),
             notes=("same pool as this morning; fragmentation again",), resolve_after=_last_end(j) + 5 * M)
     s.act("resolve", fj, at=j["t_fix"] + 60 * NS, by=s.person(4))  # too early: the TTFT breach is still open
     s.act("reopen", j["ttft"], at=j["t_fix"] + 3 * M, by=s.person(4))
@@ -685,7 +692,7 @@ def sc_fleet_day(s: Story) -> None:
     # K: an unreviewed threshold edit as root: the queue rule now fires on every busy replica
     inc_k = s.incident()
     k = threshold_storm(s, big[9], at(120, 250), inc_k)
-    respond(s, inc_k, k["change"], k["queue0"], who=5, ack_s=ack(),
+    respond(s, k["queue0"], who=5, ack_s=ack(),
             notes=("alert storm right after the rules PR; reverting the threshold",),
             resolve_after=k["end"] + 6 * M)
 
@@ -708,7 +715,7 @@ def sc_threshold_storm(s: Story) -> None:
     t0 = s.start + 61 * M
     inc = s.incident()
     out = threshold_storm(s, dep, t0, inc)
-    respond(s, inc, out["change"], out["queue0"], who=1, notes=("alert storm right after the rules PR",),
+    respond(s, out["queue0"], who=1, notes=("alert storm right after the rules PR",),
             resolve_after=out["end"] + 5 * M)
 
 

@@ -12,15 +12,17 @@ from . import alertmanager as am
 from .core import MINUTE, NS, am_fingerprint, go_time, iso_ms, rng_for
 from .metrics import Telemetry, dcgm_labels, frag_labels, ksm_labels, node_labels, render, vllm_labels
 from .rules import KINDS, Expr, Kind, interval_ns
-from .world import Deployment, Gpu, Node, Pod, World, translate
+from .world import Cluster, Deployment, Gpu, Node, Pod, World, translate
+
+Target = Pod | Deployment | Gpu | Node | tuple | dict
 
 PEAKS = {"frag": 0.38, "kv": 0.985, "waiting": 46.0, "ttft": 6.5, "tpot": 0.15, "itl": 0.22, "preempt": 0.7,
          "hot": 2.5, "corrupt": 0.05, "rep": 0.16, "err": 0.09, "dc": 0.32, "running": 72.0, "spec": 0.42,
-         "disk": 4.0}
+         "disk": 4.0, "temp": 88.0}
 FAMILY_OF_SIGNAL = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "hot": "success", "rep": "success",
                     "corrupt": "corrupt", "err": "http", "dc": "istio", "spec": "spec", "running": "success"}
 BACKOFF_S = (10, 20, 40, 80, 160, 300)
-ENGINE_SOURCES = {"pod", "deployment", "hot", "service"}
+ENGINE_SOURCES = {"pod", "deployment", "hot", "service", "frag"}
 RETARGETABLE = {"acknowledge", "assign", "note", "severity", "degrade", "mitigate", "resolve", "reopen"}
 
 
@@ -123,7 +125,7 @@ class Story:
         self.scope_times.setdefault(dep.name, []).extend(times)
 
     # -- rule choice ---------------------------------------------------------------------------
-    def _style(self, cluster, kind: Kind, labelled: bool | None, name_idx: int | None) -> tuple[str, dict]:
+    def _style(self, cluster: Cluster, kind: Kind, labelled: bool | None, name_idx: int | None) -> tuple[str, dict]:
         key = kind.name
         if not cluster.style:
             # a cluster's rule packs: about half of its kinds come from the labelled platform pack
@@ -144,14 +146,15 @@ class Story:
             extra["failure_mode"] = kind.modes[mi % len(kind.modes)]
         return name, extra
 
-    def _tick(self, cluster, kind: Kind, t: int) -> int:
+    def _tick(self, cluster: Cluster, kind: Kind, t: int) -> int:
+        """The first evaluation of the rule's group at or after `t` (groups tick at a fixed offset)."""
         step = interval_ns(kind)
         frac = cluster.eval_frac_ns[kind.group] % step
         k = -(-(t - frac) // step)
         return k * step + frac
 
     # -- alerts ---------------------------------------------------------------------------------
-    def fire(self, kind_name: str, target, cross: int, until: int | None, *, inc: Incident | None,
+    def fire(self, kind_name: str, target: Target, cross: int, until: int | None, *, inc: Incident | None,
              root: bool = False, slow: bool = False, peak: float | None = None, delay_s: float = 0,
              pods: list[Pod] | None = None, value: float | None = None, labelled: bool | None = None,
              name_idx: int | None = None, bump: bool = True, labels: dict[str, str] | None = None,
@@ -198,9 +201,8 @@ class Story:
         arrival = starts + rng_for(self.key, "arr", fp, starts).randint(20, 900) * 1_000_000 + int(delay_s * NS)
         occ = am.Occurrence(labels=alert_labels, annotations=annotations, starts=starts, ends=ends,
                             generator_url=f"{cluster.prom_url}/graph?g0.expr={quote_plus(promql)}&g0.tab=1",
-                            fingerprint=fp, arrival=arrival, am=cluster.am, kind=kind_name, seq=self._seq)
-        occ.dep = dep  # type: ignore[attr-defined]
-        occ.node = node  # type: ignore[attr-defined]
+                            fingerprint=fp, arrival=arrival, am=cluster.am, kind=kind_name, seq=self._seq,
+                            dep=dep, node=node)
         if dep is not None:
             self.touch(dep, starts, ends or starts)
         if signal and bump:
@@ -209,7 +211,9 @@ class Story:
         self._place(occ, inc, root)
         return occ
 
-    def _scope(self, kind: Kind, target, dep, pod, gpu, node) -> dict[str, str]:
+    def _scope(self, kind: Kind, target: Target, dep: Deployment | None, pod: Pod | None, gpu: Gpu | None,
+               node: Node | None) -> dict[str, str]:
+        """The labels of the series the rule watches, before the rule keeps some of them."""
         src = kind.source
         if isinstance(target, dict):
             return {k: v for k, v in target.items() if k != "cluster_obj"}
@@ -242,7 +246,7 @@ class Story:
         raise ValueError(f"no scope for {kind.name}")
 
     def _annotations(self, kind: Kind, expr: Expr, name: str, labels: dict[str, str], value: float,
-                     cluster) -> dict[str, str]:
+                     cluster: Cluster) -> dict[str, str]:
         fmt = _SafeDict(labels)
         fmt["host"] = labels.get("Hostname") or labels.get("hostname") or labels.get("node", "")
         fmt.update({"value_pct": f"{value * 100:.1f}%", "value_int": f"{int(round(value))}",
@@ -258,7 +262,8 @@ class Story:
             ann["runbook_url"] = f"https://runbooks.{self.world.domain}/llm/{name}"
         return ann
 
-    def _bump(self, kind: Kind, signal: str, dep, pod, gpu, node, pods, cross: int, until: int | None, peak: float,
+    def _bump(self, kind: Kind, signal: str, dep: Deployment | None, pod: Pod | None, gpu: Gpu | None,
+              node: Node | None, pods: list[Pod] | None, cross: int, until: int | None, peak: float,
               occ: am.Occurrence, threshold: float | None = None, decay_s: float = 240,
               ramp_s: float = 360) -> None:
         until = until if until is not None else cross + 24 * 60 * MINUTE
@@ -291,10 +296,10 @@ class Story:
         if node is not None and signal == "disk":
             if all(n is not node for n, _ in self.disk_nodes):
                 self.disk_nodes.append((node, "/var/lib/containerd"))
-        occ.signal = (signal, keys, thr, direction)  # type: ignore[assignment]
+        occ.signal = (signal, keys, thr, direction)
 
-    def effect(self, signal: str, key_obj, threshold: float, peak: float, cross: int, until: int,
-               direction: str = "up", ramp_s: float = 360, decay_s: float = 240) -> None:
+    def effect(self, signal: str, key_obj: Pod | Deployment, threshold: float, peak: float, cross: int,
+               until: int, direction: str = "up", ramp_s: float = 360, decay_s: float = 240) -> None:
         """A metric movement with no alert of its own (e.g. GPU memory crossing 85% in March)."""
         key = key_obj.name if hasattr(key_obj, "name") else str(key_obj)
         self.tel.bump(signal, key, threshold, peak, cross, until, direction, ramp_s, decay_s)
@@ -365,8 +370,10 @@ class Story:
         self._place(ch, inc, root)
         return ch
 
-    def act(self, action: str, occ, *, after_s: float | None = None, at: int | None = None, by: str | None = None,
-            **fields) -> None:
+    def act(self, action: str, occ: am.Occurrence | Change, *, after_s: float | None = None,
+            at: int | None = None, by: str | None = None, **fields: object) -> None:
+        """A human action on the incident holding `occ`: at `at`, or `after_s` after `occ` was first
+        delivered (resolved to times and fingerprints once Alertmanager's deliveries are known)."""
         self.intents.append(Intent(action, occ, after_s, at, by or self.person(0), fields))
 
     # -- output -----------------------------------------------------------------------------------
@@ -406,10 +413,10 @@ class Story:
         return {"fingerprint": item.fingerprint, "starts_at": item.starts_at}
 
     def _truth(self, delivered: set) -> str:
-        def ok(item) -> bool:
+        def ok(item: am.Occurrence | Change) -> bool:
             return isinstance(item, Change) or item.key in delivered
 
-        def when(item) -> int:
+        def when(item: am.Occurrence | Change) -> int:
             return item.at if isinstance(item, Change) else item.starts
 
         incidents = []
@@ -464,7 +471,7 @@ class Story:
         """The occurrence an incident-level action names, and when: one of the incident's alerts
         delivered and firing at `at` (the intended one, else the root, else the earliest); when
         none fires yet, the responder acts just after the next one shows up."""
-        def firing(o, t: int) -> bool:
+        def firing(o: object, t: int) -> bool:
             seen = self.first_firing.get(o.key) if isinstance(o, am.Occurrence) else None
             return seen is not None and seen <= t and (o.ends is None or o.ends > t)
 
@@ -496,12 +503,12 @@ class Story:
         w1 = max(ends) + 15 * MINUTE
         marks: dict[str, list[int]] = {k: list(v) for k, v in self.dense_marks.items()}
         for o in self.occs:
-            dep = getattr(o, "dep", None)
+            dep = o.dep
             if dep is not None:
                 marks.setdefault(dep.name, []).append(o.starts)
         for name, dep in self.touched.items():
-            occ_times = [o.starts for o in self.occs if getattr(o, "dep", None) is dep]
-            occ_ends = [o.ends or o.starts for o in self.occs if getattr(o, "dep", None) is dep]
+            occ_times = [o.starts for o in self.occs if o.dep is dep]
+            occ_ends = [o.ends or o.starts for o in self.occs if o.dep is dep]
             lo = min(occ_times or self.scope_times.get(name) or [w0])
             hi = max(occ_ends or self.scope_times.get(name) or [w1])
             self.tel.windows[name] = (max(w0, lo - 60 * MINUTE), min(w1, hi + 15 * MINUTE))
@@ -532,7 +539,7 @@ class _SafeDict(dict):
         return "{" + key + "}"
 
 
-def _resolve(target):
+def _resolve(target: Target) -> tuple[Deployment | None, Pod | None, Gpu | None, Node | None]:
     """(deployment, pod, gpu, node) for whatever a rule watches."""
     if isinstance(target, Pod):
         return target.deployment, target, target.gpu, target.gpu.node
@@ -548,7 +555,8 @@ def _resolve(target):
     return None, None, None, None
 
 
-def static_target(cluster, labels: dict[str, str]) -> dict:
+def static_target(cluster: Cluster, labels: dict[str, str]) -> dict:
+    """A target for rules whose series the story does not model (blackbox, jobs, node-exporter)."""
     d = {"cluster": cluster.name}
     d.update(labels)
     d["cluster_obj"] = cluster

@@ -249,6 +249,10 @@ def test_metrics_are_openmetrics_in_seconds(runs, name) -> None:
     assert len(families) == len(set(families)), "each family is written once, contiguously"
     for fam in families:
         assert not fam.endswith("_total")
+    for line in text.splitlines():
+        if line.startswith("# TYPE ") and line.endswith(" counter"):
+            fam = line.split()[2]
+            assert f"\n{fam}_total{{" in text, f"counter {fam} has _total samples"
 
 
 @pytest.mark.parametrize("name", ["march-oom", "fleet-day", "gpu-xid-crash", "rollout-crashloop"])

@@ -337,7 +337,7 @@ def test_event_and_ratio_rules_agree_with_the_series(stories, name) -> None:
             assert _at_or_before(avail[1], t) < occ.dep.replicas, ctx
         elif occ.kind in ("xid", "ecc"):
             pod_key = "exported_pod" if "exported_pod" in labels else "pod"
-            fam = "DCGM_FI_DEV_XID_ERRORS" if occ.kind == "xid" else "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL_total"
+            fam = "DCGM_FI_DEV_XID_ERRORS" if occ.kind == "xid" else "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL"
             found = _pick(series, fam, UUID=labels["UUID"], **{pod_key: labels[pod_key]})
             assert found, ctx
             if occ.kind == "xid":
@@ -387,3 +387,32 @@ def test_event_and_ratio_rules_agree_with_the_series(stories, name) -> None:
                 "ghost-requests": {"disconnects", "ghost"}, "hot-instance": {"hot"},
                 "frag-oom": {"oom_killed", "crashloop"}, "march-oom": {"oom_killed", "crashloop"}}
     assert expected.get(name, set()) <= seen_kinds
+
+
+PROMQL_WORDS = {"sum", "by", "rate", "increase", "histogram_quantile", "avg", "max", "min", "count", "on",
+                "group_left", "ignoring", "and", "or", "unless", "offset", "avg_over_time", "max_over_time",
+                "min_over_time", "changes", "time", "le", "without", "bool"}
+METRIC = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*(?=\s*[\[{)]|\s*[<>=!]|\s*$|\s+(?:and|or|unless|offset|/|\*|-|\+))")
+
+
+@pytest.mark.parametrize("name", scenario_names())
+def test_series_named_in_rule_expressions_exist(stories, name) -> None:
+    """What generatorURL's g0.expr selects is in metrics.om, for every rule the story models."""
+    from urllib.parse import parse_qs, urlparse
+
+    story, files = stories[name]
+    text = files["metrics.om"]
+    present = {line.split("{", 1)[0] for line in text.splitlines() if line and not line.startswith("#")}
+    modelled = {o.kind for o in story.occs if o.dep is not None or o.kind == "disk"}
+    for occ in story.occs:
+        if occ.kind not in modelled or occ.key not in story.first_seen:
+            continue
+        expr = parse_qs(urlparse(occ.generator_url).query)["g0.expr"][0]
+        expr = re.sub(r'\{[^}]*\}', "{}", expr)
+        expr = re.sub(r"\b(by|on|ignoring|group_left|group_right|without)\s*\([^)]*\)", " ", expr, flags=re.I)
+        expr = re.sub(r"\boffset\s+\d+[smhd]", " ", expr)
+        expr = re.sub(r"\[[^\]]*\]", "[]", expr)
+        names = {m for m in METRIC.findall(expr) if m not in PROMQL_WORDS and not m.replace(".", "").isdigit()}
+        names = {n for n in names if not re.fullmatch(r"\d+[smhd]?", n)}
+        missing = {n for n in names if n not in present and f"{n}_bucket" not in present}
+        assert not missing, (name, occ.labels["alertname"], expr, missing)

@@ -1,37 +1,40 @@
-"""Rootline's writes. Views, tasks, admin actions and management commands all call these.
+"""Deliveries: what a webhook received, stored before it is answered, processed by workers.
 
 Ingestion has two halves: `delivery_receive` runs inside the webhook request (parse to answer
-the sender precisely, store the raw body, enqueue), and `delivery_process` runs in a worker
-(upsert the alerts). Both are idempotent: Alertmanager delivers at least once, re-sends groups
-when they change and every repeat_interval, and retries 5xx.
+the sender precisely, store the raw body, enqueue), and `delivery_process` / `deliveries_drain`
+run in a worker (upsert the alerts). Both are idempotent: Alertmanager delivers at least once,
+re-sends groups when they change and every repeat_interval, and retries 5xx.
 """
 from __future__ import annotations
 
 import hashlib
 import logging
-import secrets
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.core.cache import cache
 from django.db import DatabaseError, IntegrityError, connections, router, transaction
 from django.db.models import F
 from django.utils import timezone
-from rest_framework.authtoken.models import Token
 
 from incidents.correlation import correlation_enqueue, correlation_key_of
 from incidents.ingest import ParsedAlert, PayloadError, parser_for
-from incidents.models import Alert, Delivery, Integration, token_digest
+from incidents.models import Alert, Delivery, Integration
+from incidents.services.alerts import (
+    FIRING_UPDATE_FIELDS,
+    RESOLVED_UPDATE_FIELDS,
+    alert_row,
+    alerts_upsert,
+    split_by_handling,
+    upsert_rows,
+)
+from incidents.services.integrations import RootlineError
 
 logger = logging.getLogger(__name__)
 
-ROLES = ("viewer", "responder", "author", "admin")
 REDACTED_HEADERS = {"authorization", "cookie", "proxy-authorization", "x-api-key"}
-UPSERT_BATCH = 1000
 # Draining (see `deliveries_drain`): deliveries per transaction, how long one task drains before it
 # hands over to a fresh task, and how many failed batch attempts leave a delivery to the
 # one-by-one path (beat's requeue and `process_delivery` with its backoff).
@@ -42,10 +45,6 @@ DRAIN_FLAG = "rootline:drain-pending"
 DRAIN_FLAG_TTL = 30
 
 
-class RootlineError(Exception):
-    """A request the domain refuses; the message is meant for the person who made it."""
-
-
 @dataclass(frozen=True)
 class Receipt:
     """What the webhook answers: the contract's 202 or 400 body, tied to the stored delivery."""
@@ -53,85 +52,6 @@ class Receipt:
     status_code: int
     body: dict
     retry_after: int | None = None
-
-
-# Integrations and tokens -------------------------------------------------------------------
-
-
-def integration_add(*, kind: str, name: str, token: str | None = None, rate_limit: float | None = None) -> tuple[Integration, str]:
-    if kind not in Integration.Kind.values:
-        raise RootlineError(f"unknown kind {kind!r}; expected one of {', '.join(Integration.Kind.values)}")
-    if not name.strip():
-        raise RootlineError("an integration needs a name")
-    if rate_limit is not None and rate_limit <= 0:
-        raise RootlineError("--rate-limit must be a positive number of alerts per second")
-    if Integration.objects.filter(name=name).exists():
-        raise RootlineError(f"an integration named {name!r} exists already")
-    token = token or secrets.token_urlsafe(32)
-    try:
-        integration = Integration.objects.create(kind=kind, name=name, token_digest=token_digest(token), rate_limit=rate_limit)
-    except IntegrityError:
-        raise RootlineError("that token is in use by another integration; choose another") from None
-    return integration, token
-
-
-def integration_authenticate(*, integration_id: int, kind: str, token: str) -> Integration | None:
-    if not token:
-        return None
-    integration = integration_active(integration_id, kind)
-    if integration is None or not integration.token_matches(token):
-        return None
-    return integration
-
-
-def integration_active(integration_id: int, kind: str) -> Integration | None:
-    """The webhook's per-request lookup in plain SQL: compiling the ORM query cost three times
-    the query itself (0.41 against 0.10 ms of CPU per request on the bench machine). Only the
-    columns a webhook needs are read; the others load on access, as with `.only()`."""
-    alias = router.db_for_read(Integration)
-    connection = connections[alias]
-    with connection.cursor() as cursor:
-        cursor.execute(integration_active_sql(connection), [integration_id, kind])
-        row = cursor.fetchone()
-    return None if row is None else Integration.from_db(alias, integration_webhook_fields(), list(row))
-
-
-INTEGRATION_WEBHOOK_FIELDS = {"id", "kind", "name", "token_digest", "rate_limit"}
-
-
-def integration_webhook_fields() -> list[str]:
-    return [field.attname for field in Integration._meta.concrete_fields if field.attname in INTEGRATION_WEBHOOK_FIELDS]
-
-
-def integration_active_sql(connection) -> str:
-    meta = Integration._meta
-    quote = connection.ops.quote_name
-    return "SELECT {} FROM {} WHERE {} = %s AND {} = %s AND {}".format(
-        ", ".join(quote(meta.get_field(name).column) for name in integration_webhook_fields()),
-        quote(meta.db_table), quote(meta.pk.column), quote(meta.get_field("kind").column),
-        quote(meta.get_field("is_active").column),
-    )
-
-
-def roles_ensure() -> None:
-    for role in ROLES:
-        Group.objects.get_or_create(name=role)
-
-
-def api_token_issue(*, username: str, create_user: bool = False) -> str:
-    User = get_user_model()
-    user = User.objects.filter(username=username).first()
-    if user is None:
-        if not create_user:
-            raise RootlineError(f"no user {username!r}; pass --create-user to create a responder")
-        user = User.objects.create_user(username=username)
-        roles_ensure()
-        user.groups.add(Group.objects.get(name="responder"))
-    token, _ = Token.objects.get_or_create(user=user)
-    return token.key
-
-
-# Deliveries --------------------------------------------------------------------------------
 
 
 def safe_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
@@ -437,96 +357,3 @@ def stale_delivery_ids(*, older_than: timedelta = timedelta(minutes=2), limit: i
         .order_by("id")
         .values_list("id", flat=True)[:limit]
     )
-
-
-# Alerts ------------------------------------------------------------------------------------
-
-
-def alerts_upsert(*, integration: Integration, delivery: Delivery, parsed: list[ParsedAlert]) -> None:
-    firing, resolved, events = split_by_handling(parsed)
-    now = timezone.now()
-    upsert_occurrences(integration, delivery, firing, now, update_fields=FIRING_UPDATE_FIELDS)
-    upsert_occurrences(integration, delivery, resolved, now, update_fields=RESOLVED_UPDATE_FIELDS)
-    for event in events:
-        event_apply(integration=integration, delivery=delivery, event=event, now=now)
-
-
-# A firing view never overwrites status or ends_at (see `upsert_occurrences`).
-FIRING_UPDATE_FIELDS = ["labels", "annotations", "alertname", "generator_url"]
-RESOLVED_UPDATE_FIELDS = ["labels", "annotations", "alertname", "generator_url", "status", "ends_at", "correlated"]
-
-
-def split_by_handling(parsed: list[ParsedAlert]) -> tuple[list[ParsedAlert], list[ParsedAlert], list[ParsedAlert]]:
-    """Alertmanager-style alerts are keyed by (fingerprint, startsAt); within one body the
-    resolved view of an occurrence wins. Events API events depend on what is already firing."""
-    latest: dict[tuple[str, datetime], ParsedAlert] = {}
-    events = []
-    for alert in parsed:
-        if alert.event_action and alert.kind != "change":
-            events.append(alert)
-            continue
-        key = (alert.fingerprint, alert.starts_at)
-        if key not in latest or alert.status == "resolved":
-            latest[key] = alert
-    firing = [alert for alert in latest.values() if alert.status == "firing"]
-    resolved = [alert for alert in latest.values() if alert.status == "resolved"]
-    return firing, resolved, events
-
-
-def alert_row(integration: Integration, delivery: Delivery, alert: ParsedAlert, now: datetime) -> Alert:
-    change = alert.kind == Alert.Kind.CHANGE
-    return Alert(
-        fingerprint=alert.fingerprint,
-        starts_at=alert.starts_at,
-        ends_at=alert.ends_at,
-        status=alert.status,
-        kind=alert.kind,
-        alertname=alert.alertname[:255],
-        labels=alert.labels,
-        annotations=alert.annotations,
-        generator_url=alert.generator_url,
-        integration=integration,
-        first_delivery=delivery,
-        received_at=now,
-        correlation_key=correlation_key_of(alert.labels),
-        layer="process" if change else None,
-        failure_mode="change" if change else None,
-    )
-
-
-def upsert_occurrences(integration: Integration, delivery: Delivery, alerts: list[ParsedAlert], now: datetime, *, update_fields: list[str]) -> None:
-    """One INSERT ... ON CONFLICT per batch. A firing view never overwrites status or ends_at,
-    so a late or re-sent firing notification cannot reopen a resolved occurrence."""
-    upsert_rows([alert_row(integration, delivery, alert, now) for alert in alerts], update_fields=update_fields)
-
-
-def upsert_rows(rows: list[Alert], *, update_fields: list[str]) -> None:
-    # Key order: concurrent drains upserting overlapping occurrences lock rows in the same order.
-    rows = sorted(rows, key=lambda row: (row.fingerprint, row.starts_at))
-    for start in range(0, len(rows), UPSERT_BATCH):
-        Alert.objects.bulk_create(
-            rows[start : start + UPSERT_BATCH],
-            update_conflicts=True,
-            unique_fields=["fingerprint", "starts_at"],
-            update_fields=update_fields,
-        )
-
-
-def event_apply(*, integration: Integration, delivery: Delivery, event: ParsedAlert, now: datetime) -> None:
-    """PagerDuty semantics: a trigger for a key already firing updates that occurrence; a
-    trigger after its resolve opens a new one; resolve and acknowledge need an open one."""
-    current = Alert.objects.select_for_update().filter(fingerprint=event.fingerprint, status=Alert.Status.FIRING).order_by("-starts_at").first()
-    if event.event_action == "trigger":
-        if current is not None:
-            current.labels, current.annotations = event.labels, event.annotations
-            current.alertname = event.alertname[:255]
-            current.save(update_fields=["labels", "annotations", "alertname"])
-            return
-        if Alert.objects.filter(fingerprint=event.fingerprint, starts_at=event.starts_at).exists():
-            return  # the same trigger again, after its resolve: a replay, not a new occurrence
-        alert_row(integration, delivery, event, now).save()
-    elif event.event_action == "resolve" and current is not None:
-        current.status = Alert.Status.RESOLVED
-        current.ends_at = max(event.ends_at or event.starts_at, current.starts_at)
-        current.correlated = False
-        current.save(update_fields=["status", "ends_at", "correlated"])

@@ -1,0 +1,89 @@
+"""Integrations (who may send alerts) and API tokens (who may read and act)."""
+from __future__ import annotations
+
+import secrets
+
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import Group
+from django.db import IntegrityError, connections, router
+from rest_framework.authtoken.models import Token
+
+from incidents.models import Integration, token_digest
+
+ROLES = ("viewer", "responder", "author", "admin")
+
+
+class RootlineError(Exception):
+    """A request the domain refuses; the message is meant for the person who made it."""
+
+def integration_add(*, kind: str, name: str, token: str | None = None, rate_limit: float | None = None) -> tuple[Integration, str]:
+    if kind not in Integration.Kind.values:
+        raise RootlineError(f"unknown kind {kind!r}; expected one of {', '.join(Integration.Kind.values)}")
+    if not name.strip():
+        raise RootlineError("an integration needs a name")
+    if rate_limit is not None and rate_limit <= 0:
+        raise RootlineError("--rate-limit must be a positive number of alerts per second")
+    if Integration.objects.filter(name=name).exists():
+        raise RootlineError(f"an integration named {name!r} exists already")
+    token = token or secrets.token_urlsafe(32)
+    try:
+        integration = Integration.objects.create(kind=kind, name=name, token_digest=token_digest(token), rate_limit=rate_limit)
+    except IntegrityError:
+        raise RootlineError("that token is in use by another integration; choose another") from None
+    return integration, token
+
+
+def integration_authenticate(*, integration_id: int, kind: str, token: str) -> Integration | None:
+    if not token:
+        return None
+    integration = integration_active(integration_id, kind)
+    if integration is None or not integration.token_matches(token):
+        return None
+    return integration
+
+
+def integration_active(integration_id: int, kind: str) -> Integration | None:
+    """The webhook's per-request lookup in plain SQL: compiling the ORM query cost three times
+    the query itself (0.41 against 0.10 ms of CPU per request on the bench machine). Only the
+    columns a webhook needs are read; the others load on access, as with `.only()`."""
+    alias = router.db_for_read(Integration)
+    connection = connections[alias]
+    with connection.cursor() as cursor:
+        cursor.execute(integration_active_sql(connection), [integration_id, kind])
+        row = cursor.fetchone()
+    return None if row is None else Integration.from_db(alias, integration_webhook_fields(), list(row))
+
+
+INTEGRATION_WEBHOOK_FIELDS = {"id", "kind", "name", "token_digest", "rate_limit"}
+
+
+def integration_webhook_fields() -> list[str]:
+    return [field.attname for field in Integration._meta.concrete_fields if field.attname in INTEGRATION_WEBHOOK_FIELDS]
+
+
+def integration_active_sql(connection) -> str:
+    meta = Integration._meta
+    quote = connection.ops.quote_name
+    return "SELECT {} FROM {} WHERE {} = %s AND {} = %s AND {}".format(
+        ", ".join(quote(meta.get_field(name).column) for name in integration_webhook_fields()),
+        quote(meta.db_table), quote(meta.pk.column), quote(meta.get_field("kind").column),
+        quote(meta.get_field("is_active").column),
+    )
+
+
+def roles_ensure() -> None:
+    for role in ROLES:
+        Group.objects.get_or_create(name=role)
+
+
+def api_token_issue(*, username: str, create_user: bool = False) -> str:
+    User = get_user_model()
+    user = User.objects.filter(username=username).first()
+    if user is None:
+        if not create_user:
+            raise RootlineError(f"no user {username!r}; pass --create-user to create a responder")
+        user = User.objects.create_user(username=username)
+        roles_ensure()
+        user.groups.add(Group.objects.get(name="responder"))
+    token, _ = Token.objects.get_or_create(user=user)
+    return token.key
