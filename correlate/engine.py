@@ -42,6 +42,7 @@ class _Entry:
     excluded: bool = False
     nodes: frozenset[str] = frozenset()
     gpus: frozenset[str] = frozenset()
+    placement: tuple | None = None
     index_keys: tuple[tuple[str, str], ...] = ()
     edges: list[tuple["_Entry", "_Entry", str, float, str]] = field(default_factory=list)
     links: list["_Entry"] = field(default_factory=list)
@@ -162,7 +163,7 @@ class _Partition:
                     continue
                 seen.add(id(y))
                 if y.scope.pod and topology.knows(y.scope.pod):
-                    y_nodes, y_gpus = topology.nodes(y.scope, x.t), topology.gpus(y.scope, x.t)
+                    y_nodes, y_gpus = self._placement(y, x.t)
                 else:
                     y_nodes, y_gpus = y.nodes, y.gpus
                 if engine.link(y, x, y_nodes, y_gpus):
@@ -189,6 +190,19 @@ class _Partition:
             for index_key in keys:
                 self.index.setdefault(index_key, []).append(x)
             x.index_keys = keys
+
+    def _placement(self, y: _Entry, at: float) -> tuple[frozenset[str], frozenset[str]]:
+        """y's nodes and GPUs as known at `at`, cached while no link of its pod changes."""
+        topology = self.topology
+        cached = y.placement
+        if cached is None or cached[0] != topology.version:
+            pod = y.scope.pod
+            cached = (topology.version, topology.latest_since(pod),
+                      topology.nodes(y.scope, float("inf")), topology.gpus(y.scope, float("inf")))
+            y.placement = cached
+        if at >= cached[1]:
+            return cached[2], cached[3]
+        return topology.nodes(y.scope, at), topology.gpus(y.scope, at)
 
     def _remediated(self, change: _Entry, keys: tuple[tuple[str, str], ...]) -> list[_Entry]:
         """Earlier alerts a rollback, revert or rule edit answers: same scope, or the edited alert."""

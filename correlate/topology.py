@@ -208,6 +208,7 @@ class Topology:
     pod_gpus: dict[str, dict[str, float]] = field(default_factory=dict)
     node_pods: dict[str, dict[str, float]] = field(default_factory=dict)
     gpu_pods: dict[str, dict[str, float]] = field(default_factory=dict)
+    version: int = 0
 
     def learn(self, scope: Scope, t: float) -> list[float]:
         """Record the links `scope` shows at time t; returns from when each new or earlier link holds."""
@@ -217,6 +218,7 @@ class Topology:
         ends = ([(self.pod_nodes, self.node_pods, scope.node)] if scope.node else []) + [
             (self.pod_gpus, self.gpu_pods, gpu) for gpu in scope.gpus]
         valid_from = t - self.grace
+        self.version += 1
         for forward, backward, value in ends:
             known = forward.setdefault(scope.pod, {})
             if valid_from < known.get(value, float("inf")):
@@ -237,6 +239,11 @@ class Topology:
         if not learned:
             return scope.gpus
         return scope.gpus | {g for g, since in learned.items() if since <= at}
+
+    def latest_since(self, pod: str) -> float:
+        """When the newest link of `pod` starts to hold: placement is final for any later time."""
+        times = [t for table in (self.pod_nodes, self.pod_gpus) for t in table.get(pod, {}).values()]
+        return max(times, default=float("-inf"))
 
     def knows(self, pod: str) -> bool:
         return pod in self.pod_nodes or pod in self.pod_gpus

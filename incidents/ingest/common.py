@@ -107,26 +107,20 @@ def decode_json(body: bytes) -> Any:
         raise PayloadError("body: not valid JSON (a number too long to read)") from None
 
 
+_JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
+_BRACKETS = re.compile(r"[\[\]{}]")
+
+
 def _check_depth(text: str) -> None:
-    """Refuse absurd nesting before json.loads recurses into it (cheap scan, strings skipped)."""
+    """Refuse absurd nesting before json.loads recurses into it. Strings are dropped by one
+    regex pass first, so the Python loop only sees the structure's brackets (a few per alert)."""
     depth = 0
-    in_string = False
-    escaped = False
-    for char in text:
-        if in_string:
-            if escaped:
-                escaped = False
-            elif char == "\\":
-                escaped = True
-            elif char == '"':
-                in_string = False
-        elif char == '"':
-            in_string = True
-        elif char in "[{":
+    for match in _BRACKETS.finditer(_JSON_STRING.sub("", text)):
+        if match.group() in "[{":
             depth += 1
             if depth > MAX_JSON_DEPTH:
                 raise PayloadError(f"body: JSON nested deeper than {MAX_JSON_DEPTH} levels")
-        elif char in "]}":
+        else:
             depth -= 1
 
 
