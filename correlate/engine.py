@@ -43,6 +43,8 @@ class _Entry:
     nodes: frozenset[str] = frozenset()
     gpus: frozenset[str] = frozenset()
     placement: tuple | None = None
+    member: Member | None = None
+    member_end: float | None = None
     index_keys: tuple[tuple[str, str], ...] = ()
     edges: list[tuple["_Entry", "_Entry", str, float, str]] = field(default_factory=list)
     links: list["_Entry"] = field(default_factory=list)
@@ -85,8 +87,8 @@ class _Partition:
         """Place new entries and re-run everything from the earliest point they can change."""
         positions = [bisect.bisect_left(self.sort_keys, e.sort_key) for e in fresh + touched]
         for entry in fresh:
-            for valid_from in self.topology.learn(entry.scope, entry.t):
-                positions.append(bisect.bisect_left(self.sort_keys, (valid_from, "")))
+            for kind, value, valid_from in self.topology.learn(entry.scope, entry.t):
+                positions.append(self._first_touched(entry.scope.pod, kind, value, valid_from))
         if not positions:
             return []
         start = min(positions)
@@ -104,6 +106,21 @@ class _Partition:
         for entry in replayed:
             self._process(entry)
         return replayed
+
+    def _first_touched(self, pod: str, kind: str, value: str, since: float) -> int:
+        """Earliest processed alert from `since` on the pod, the node/GPU, or the pods on it.
+
+        Only those can see a new pod->node/GPU link, so the replay starts there, not at `since`.
+        """
+        first = len(self.entries)
+        buckets = [("pod", pod), (kind, value)] + [("pod", other) for other in self.topology.pods_on(kind, value, float("inf"))]
+        for index_key in buckets:
+            bucket = self.index.get(index_key)
+            if bucket:
+                at = bisect.bisect_left(bucket, since, key=lambda e: e.t)
+                if at < len(bucket):
+                    first = min(first, bisect.bisect_left(self.sort_keys, bucket[at].sort_key))
+        return first
 
     def signature(self, entry: _Entry) -> tuple:
         """Enough of an entry's incident to tell whether a replay changed it."""
@@ -612,6 +629,16 @@ class Correlator:
         )
 
     def _member(self, entry: _Entry) -> Member:
+        """Members are rebuilt for every changed incident, so each is cached until its alert changes."""
+        flagged = entry.key in self._false_positive
+        cached = entry.member
+        if cached is not None and cached.false_positive == flagged and entry.member_end == entry.end_t:
+            return cached
+        entry.member = self._new_member(entry, flagged)
+        entry.member_end = entry.end_t
+        return entry.member
+
+    def _new_member(self, entry: _Entry, flagged: bool) -> Member:
         alert = entry.alert
         return Member(
             key=entry.key,
@@ -625,7 +652,7 @@ class Correlator:
             classified_by=entry.cls.source,
             depth=entry.cls.depth,
             scope=entry.scope,
-            false_positive=entry.key in self._false_positive,
+            false_positive=flagged,
         )
 
 

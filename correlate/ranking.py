@@ -18,6 +18,7 @@ COVERAGE_WEIGHT = 0.55
 DEPTH_WEIGHT = 0.35
 SOURCE_WEIGHT = 0.10
 NON_SOURCE_PENALTY = 0.4
+SOURCE_LIMIT = 12  # big incidents: only the deepest sources are scored, bounding the cost per update
 RELATION_WORDS = {
     "same_pod": "same pod",
     "same_gpu": "same GPU",
@@ -61,6 +62,8 @@ def rank(members: list[Member], edges: list[Edge], links: list[tuple[str, str]],
     wanted = max(1, catalog.settings.max_candidates)
     sources = [m for m in members if m.key not in incoming or all(e.cause == m.key for e in incoming[m.key])]
     source_keys = {m.key for m in sources}
+    if len(sources) > SOURCE_LIMIT:
+        sources = sorted(sources, key=lambda m: (-m.depth, order[m.key]))[:SOURCE_LIMIT]
     others = [m for m in members if m.key not in source_keys] if len(sources) < wanted else []
     others.sort(key=lambda m: (-m.depth, order[m.key]))
     scored: list[tuple[float, int, str, int]] = []

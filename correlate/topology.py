@@ -98,15 +98,21 @@ def gateway_stems(key: str) -> frozenset[str]:
 
     A deployment is usually named after its model plus a purpose or version, so the gateway's
     model name and the engine's deployment meet on their common stem; a stem must end in a
-    size token (8b, 72b, 8x7b), so 'llama-3' alone never joins an 8B and a 70B model.
+    size token (8b, 72b, 8x7b), so 'llama-3' alone never joins an 8B and a 70B model. A second
+    stem keeps only the family word and the numbered words up to the size
+    ('deepseek~r1~32b' for both 'deepseek-r1-distill-qwen-32b' and 'deepseek-r1-qwen-32b').
     """
     if not key:
         return frozenset()
     tokens = key.split("-")
     stems = {key}
-    for size in range(2, len(tokens)):
+    for size in range(2, len(tokens) + 1):
         if _SIZE_TOKEN.match(tokens[size - 1]):
-            stems.add("-".join(tokens[:size]))
+            if size < len(tokens):
+                stems.add("-".join(tokens[:size]))
+            numbered = [t for t in tokens[1:size] if any(ch.isdigit() for ch in t)]
+            stems.add("~".join([tokens[0], *numbered]))
+            break
     return frozenset(stems)
 
 
@@ -210,21 +216,21 @@ class Topology:
     gpu_pods: dict[str, dict[str, float]] = field(default_factory=dict)
     version: int = 0
 
-    def learn(self, scope: Scope, t: float) -> list[float]:
-        """Record the links `scope` shows at time t; returns from when each new or earlier link holds."""
+    def learn(self, scope: Scope, t: float) -> list[tuple[str, str, float]]:
+        """Record the links `scope` shows at time t; returns (kind, value, holds-from) of new or earlier links."""
         if not scope.pod:
             return []
         changed: list[float] = []
-        ends = ([(self.pod_nodes, self.node_pods, scope.node)] if scope.node else []) + [
-            (self.pod_gpus, self.gpu_pods, gpu) for gpu in scope.gpus]
+        ends = ([("node", self.pod_nodes, self.node_pods, scope.node)] if scope.node else []) + [
+            ("gpu", self.pod_gpus, self.gpu_pods, gpu) for gpu in scope.gpus]
         valid_from = t - self.grace
         self.version += 1
-        for forward, backward, value in ends:
+        for kind, forward, backward, value in ends:
             known = forward.setdefault(scope.pod, {})
             if valid_from < known.get(value, float("inf")):
                 known[value] = valid_from
                 backward.setdefault(value, {})[scope.pod] = valid_from
-                changed.append(valid_from)
+                changed.append((kind, value, valid_from))
         return changed
 
     def nodes(self, scope: Scope, at: float) -> frozenset[str]:

@@ -4,6 +4,7 @@ from __future__ import annotations
 from django.conf import settings
 from django.db.models import Count, Prefetch
 
+from incidents.runbooks import runbook_href
 from incidents.models import Alert, Delivery, Incident, Integration, RootCandidate
 
 
@@ -93,10 +94,13 @@ def incident_page(incident_id: int) -> dict | None:
     missing = {c.alert_id for c in candidates} - set(alerts)
     if missing:
         alerts.update(Alert.objects.in_bulk(list(missing)))
+    members = list(incident.alerts.all())
+    for alert in members:
+        alert.runbook_href = runbook_href(alert.alertname, alert.annotations)
     return {
         "incident": incident,
         "chain": [alerts[alert_id] for alert_id in incident.chain if alert_id in alerts],
-        "alerts": list(incident.alerts.all()),
+        "alerts": members,
         "candidates": [(candidate, alerts.get(candidate.alert_id)) for candidate in candidates],
         "edges": [(edge, alerts.get(edge.cause_id), alerts.get(edge.effect_id)) for edge in incident.edges.all()],
         "actions": list(incident.actions.select_related("by", "alert").order_by("at", "id")),

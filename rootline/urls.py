@@ -2,7 +2,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from incidents import views
+from incidents import runbooks, views
 from incidents.api import urls as api_urls
 
 urlpatterns = [
@@ -15,5 +15,6 @@ urlpatterns = [
     path("incidents/<int:incident_id>/", views.incident_page, name="incident"),
     path("incidents/<int:incident_id>/act/", views.incident_act_form, name="incident-act"),
     path("alerts/", views.alerts_page, name="alerts"),
+    path("runbooks/<str:alertname>/", runbooks.runbook_page, name="runbook"),
     path("", views.home, name="home"),
 ]

@@ -427,11 +427,11 @@ def run_case(args, case: str, rate: float, seconds: float, work: Path) -> dict:
         result: dict = {}
         start_at = time.time() + 0.5
         deadline_box = [start_at + seconds + 5 + args.drain_timeout]
-        poll = threading.Thread(target=poller, args=(env["DATABASE_URL"], out, args.interval, done, deadline_box, result))
+        poll = threading.Thread(target=poller, args=(env["DATABASE_URL"], out, args.interval, done, deadline_box, result), daemon=True)
         poll.start()
         next_index = [0, threading.Lock()]
         stop_at = start_at + seconds * 1.5 + 5  # a sender far behind stops here (bounded in time)
-        threads = [threading.Thread(target=sender, args=(bodies, start_at, url, "T", out, next_index, stop_at))
+        threads = [threading.Thread(target=sender, args=(bodies, start_at, url, "T", out, next_index, stop_at), daemon=True)
                    for _ in range(args.senders)]
         for th in threads:
             th.start()

@@ -65,7 +65,7 @@ _add(Kind(
     Expr("llm_kv_cache_fragmentation_ratio > 0.25", 300, 15, 30, POD),
     "KV-cache fragmentation {value_pct} on {pod}",
     "llm_kv_cache_fragmentation_ratio above 25% on {namespace}/{pod}; free blocks are not contiguous.",
-    slow=Expr("avg_over_time(llm_kv_cache_fragmentation_ratio[15m]) > 0.25", 900, 420, 450, POD),
+    slow=Expr("avg_over_time(llm_kv_cache_fragmentation_ratio[15m]) > 0.25", 900, 480, 450, POD),
     signal="frag", threshold=0.25))
 _add(Kind(
     "kv_usage", "pod", "llm", "warning", ("engine", "engine-scheduler"), ("oom", "F1"),
@@ -181,7 +181,7 @@ _add(Kind(
     "Traffic of {model_name} is skewed onto {namespace}/{pod} (prefix-hash routing?).",
     slow=Expr("avg_over_time((sum by (namespace, model_name, pod) (rate(vllm:request_success_total[5m])) / on "
               "(namespace, model_name) group_left avg by (namespace, model_name) (sum by (namespace, model_name, pod) "
-              "(rate(vllm:request_success_total[5m]))))[15m:1m]) > 2", 600, 480, 450,
+              "(rate(vllm:request_success_total[5m]))))[15m:1m]) > 2", 600, 720, 450,
               _k("namespace", "model_name", "pod")),
     signal="hot", threshold=2.0))
 _add(Kind(
@@ -195,7 +195,7 @@ _add(Kind(
     "repetition", "deployment", "llm", "warning", ("engine",), ("numeric", "F6"),
     ("LLMRepetitionFinishSpike",), ("GarbageOutputSpike", "llm-degenerate-output"),
     Expr('sum by (namespace, model_name) (rate(vllm:request_success_total{finished_reason="repetition"}[10m])) / '
-         'sum by (namespace, model_name) (rate(vllm:request_success_total[10m])) > 0.05', 300, 180, 300,
+         'sum by (namespace, model_name) (rate(vllm:request_success_total[10m])) > 0.05', 300, 300, 300,
          _k("namespace", "model_name")),
     "{value_pct} of {model_name} completions end in repetition",
     "Repetition-finished completions of {model_name} in {namespace} above 5% (garbage output).",
@@ -238,7 +238,7 @@ _add(Kind(
     "ghost", "pod", "llm", "warning", ("engine", "engine-scheduler"), ("timeout", "F3"),
     ("LLMEngineRunningWithoutCompletions", "LLMGhostRequests"), ("VLLMStuckRequests", "vllm-ghost-requests"),
     Expr("vllm:num_requests_running > 48 and on (pod) sum by (pod) (rate(vllm:request_success_total[5m])) < 1",
-         300, 60, 60, POD),
+         300, 300, 60, POD),
     "{value_int} requests running on {pod} with few completions",
     "{namespace}/{pod} keeps generating for requests whose clients are gone.",
     signal="running", threshold=48))
@@ -256,7 +256,7 @@ _add(Kind(
     ("InferenceDeploymentDegraded",), ("KubeDeploymentReplicasMismatch",),
     Expr('(kube_deployment_spec_replicas{job="kube-state-metrics"} > kube_deployment_status_replicas_available'
          '{job="kube-state-metrics"}) and (changes(kube_deployment_status_replicas_updated{job="kube-state-metrics"}'
-         '[10m]) == 0)', 900, 0, 60, POD),
+         '[10m]) == 0)', 900, 600, 60, POD),
     "Deployment has not matched the expected number of replicas.",
     "Deployment {namespace}/{deployment} has not matched the expected number of replicas for longer than 15 "
     "minutes.", runbook="kube-prometheus"))

@@ -551,7 +551,7 @@ def sc_march(s: Story) -> None:
         s.effect("fb", p, 0.85, 0.985, T + 30 * M + i * 3 * M, T + 60 * M + i * 2 * M, ramp_s=900, decay_s=30)
     # the raised threshold (0.40) is what the rule checks since T+10m: it fires at T+45m
     frag = s.fire("kv_frag", key_pods[0], T + 40 * M, T + 60 * M, inc=inc, root=True, bump=False,
-                  labels={}, value=0.43)
+                  value=0.43, threshold=0.40)
     frag.annotations["description"] = frag.annotations["description"].replace("25%", "40%")
     s.tel.bump("frag", key_pods[0].name, 0.40, 0.47, T + 40 * M, T + 60 * M, "up", ramp_s=500, decay_s=60)
     frag.signal = ("frag", [key_pods[0].name], 0.40, "up")

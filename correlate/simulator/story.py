@@ -285,6 +285,10 @@ class Story:
             keys = [dep.name if signal == "dc" else node.name]
         elif kind.source in ("deployment", "service"):
             keys = [p.name for p in (pods or dep.pods)]
+            if signal in ("rep", "err"):
+                # a ratio over the whole deployment: the affected pods must go further for it to cross
+                scale = len(dep.pods) / len(keys)
+                thr, peak = thr * scale, max(peak, thr * scale * 1.6)
         else:
             keys = [pod.name]
         for key in keys:

@@ -234,3 +234,4 @@ def test_preemption_roots_an_itl_breach_on_its_model():
     [incident] = correlate(alerts, catalog=CATALOG)
     assert root_name(incident) == "LLMVllmPreemptionsHigh"
     assert incident.edges[0].rule == "preemption->slo_itl"
+

@@ -69,7 +69,7 @@ def test_links_learned_from_one_alert_relate_others_from_shortly_before_it():
     pod_only = scope_of({"pod": "vllm-a-6c5d8f7b9c-abcde"})
     gpu_only = scope_of({"Hostname": "n1", "gpu": "3"})
     assert topo.learn(scope_of({"exported_pod": "vllm-a-6c5d8f7b9c-abcde", "pod": "dcgm-exporter-aaaaa",
-                                "Hostname": "n1", "gpu": "3"}), 5000.0) == [4400.0, 4400.0]
+                                "Hostname": "n1", "gpu": "3"}), 5000.0) == [("node", "n1", 4400.0), ("gpu", "n1/gpu3", 4400.0)]
     at = 4500.0
     rel = relations(pod_only, gpu_only, topo.nodes(pod_only, at), topo.nodes(gpu_only, at),
                     topo.gpus(pod_only, at), topo.gpus(gpu_only, at))

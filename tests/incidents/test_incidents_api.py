@@ -238,3 +238,20 @@ def test_openapi_schema_documents_incidents_and_actions(users, api):
     assert schema.status_code == 200
     paths = json.loads(schema.content)["paths"]
     assert {"/api/v1/incidents/", "/api/v1/incidents/{incident_id}/", "/api/v1/incidents/{incident_id}/actions/", "/api/v1/alerts/"} <= set(paths)
+
+
+def test_incident_page_links_runbooks_but_never_a_sender_script_url(make_integration, deliver, users, client):
+    integration = make_integration()
+    alerts = [
+        am_alert("LLMVllmKVCacheUsageCritical", "2026-11-29T02:00:00Z", pod=BAD_POD, **FLEET),
+        am_alert("TeamOwnAlert", "2026-11-29T02:01:00Z", pod=BAD_POD, annotations={"runbook_url": "https://wiki.example/rb"}, **FLEET),
+        am_alert("EvilAlert", "2026-11-29T02:02:00Z", pod=BAD_POD, annotations={"runbook_url": "javascript:alert(1)"}, **FLEET),
+    ]
+    deliver_all(deliver, integration, alerts, one_per_body=False)
+    client.force_login(users("v", "viewer"))
+    for alert in Alert.objects.all():
+        page = client.get(f"/incidents/{alert.incident_id}/").content.decode()
+        assert "javascript:alert" not in page
+    pages = "".join(client.get(f"/incidents/{pk}/").content.decode() for pk in set(Alert.objects.values_list("incident_id", flat=True)))
+    assert 'href="/runbooks/LLMVllmKVCacheUsageCritical/"' in pages
+    assert 'href="https://wiki.example/rb"' in pages
