@@ -8,6 +8,8 @@ from __future__ import annotations
 
 import hashlib
 import random
+
+from correlate.events import labelset_fingerprint
 from datetime import datetime, timezone
 
 NS = 1_000_000_000
@@ -63,28 +65,9 @@ def rng_for(*key: object) -> random.Random:
     return random.Random(int.from_bytes(digest[:8], "big"))
 
 
-FNV_OFFSET64 = 14695981039346656037
-FNV_PRIME64 = 1099511628211
-_MASK64 = (1 << 64) - 1
-
-
-def _fnv_add(h: int, data: bytes) -> int:
-    for byte in data:
-        h ^= byte
-        h = (h * FNV_PRIME64) & _MASK64
-    return h
-
-
 def am_fingerprint(labels: dict[str, str]) -> str:
-    """prometheus/common model.LabelSet.Fingerprint: FNV-1a 64 over sorted names and values,
-    each followed by the 0xff separator byte, printed as 16 hex digits."""
-    h = FNV_OFFSET64
-    for name in sorted(labels):
-        h = _fnv_add(h, name.encode())
-        h = _fnv_add(h, b"\xff")
-        h = _fnv_add(h, labels[name].encode())
-        h = _fnv_add(h, b"\xff")
-    return f"{h:016x}"
+    """Alertmanager's fingerprint of a label set (the one the ingest side computes too)."""
+    return labelset_fingerprint(labels)
 
 
 _K8S_ALNUM = "bcdfghjklmnpqrstvwxz2456789"
