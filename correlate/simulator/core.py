@@ -8,9 +8,9 @@ from __future__ import annotations
 
 import hashlib
 import random
+from datetime import datetime, timezone
 
 from correlate.events import labelset_fingerprint
-from datetime import datetime, timezone
 
 NS = 1_000_000_000
 MINUTE = 60 * NS
