@@ -1,0 +1,1 @@
+"""Evidence: the metrics around each incident, kept in the database."""

@@ -1,0 +1,25 @@
+"""Compact storage of a series' points: (unix seconds, value) pairs as little-endian float64,
+zlib-compressed. 1,000 points of a smooth series take a few KB instead of ~40 KB of JSON."""
+from __future__ import annotations
+
+import math
+import struct
+import zlib
+from collections.abc import Iterable, Sequence
+
+_PAIR = struct.Struct("<dd")
+
+
+def pack_points(points: Iterable[tuple[float, float]]) -> bytes:
+    raw = b"".join(_PAIR.pack(float(t), float(v)) for t, v in points)
+    return zlib.compress(raw, 6)
+
+
+def unpack_points(blob: bytes | memoryview) -> list[tuple[float, float]]:
+    raw = zlib.decompress(bytes(blob))
+    return [(t, v) for t, v in _PAIR.iter_unpack(raw)]
+
+
+def finite(points: Sequence[tuple[float, float]]) -> list[tuple[float, float]]:
+    """NaN marks a gap (a stale or missing scrape); charts and crossings skip it."""
+    return [(t, v) for t, v in points if not math.isnan(v)]
