@@ -10,6 +10,7 @@ order. Clusters are independent, so a late alert replays only its own cluster.
 from __future__ import annotations
 
 import bisect
+import gc
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Iterable, Sequence
@@ -28,7 +29,7 @@ _RELATION_ORDER = ("same_pod", "same_gpu", "same_node", "same_deployment", "sibl
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 
 
-@dataclass(eq=False)
+@dataclass(eq=False, slots=True)
 class _Entry:
     alert: Alert
     key: str
@@ -49,14 +50,13 @@ class _Entry:
     edges: list[tuple["_Entry", "_Entry", str, float, str]] = field(default_factory=list)
     links: list["_Entry"] = field(default_factory=list)
     undo: list[tuple] = field(default_factory=list)
+    sort_key: tuple[float, str] = ()
+    mode: str = ""
+    stamp: int = 0
 
-    @property
-    def sort_key(self) -> tuple[float, str]:
-        return (self.t, self.key)
-
-    @property
-    def mode(self) -> str:
-        return self.cls.failure_mode
+    def __post_init__(self) -> None:
+        self.sort_key = (self.t, self.key)
+        self.mode = self.cls.failure_mode
 
 
 class _Partition:
@@ -166,21 +166,35 @@ class _Partition:
         x.gpus = topology.gpus(x.scope, x.t)
         keys = _index_keys(x)
         linked: set[str] = set()
-        horizon = x.t - engine.window
-        seen: set[int] = set()
-        for index_key in self._scan_keys(x, keys) if x.mode != "change" else ():
-            bucket = self.index.get(index_key)
+        x_t = x.t
+        x_mode = x.mode
+        pair_window = engine._pair_window_by_later.get(x_mode)
+        tight_window = engine.tight_window
+        # Indexed alerts are never changes, so no earlier alert beyond the widest gap any
+        # non-change mode has to x's mode can link (link() checks that gap first).
+        horizon = x_t - engine._reach_by_later.get(x_mode, min(tight_window, engine.window))
+        engine._stamp += 1
+        stamp = engine._stamp
+        index = self.index
+        for index_key in self._scan_keys(x, keys) if x_mode != "change" else ():
+            bucket = index.get(index_key)
             if not bucket:
                 continue
             for i in range(len(bucket) - 1, -1, -1):
                 y = bucket[i]
-                if y.t < horizon:
+                y_t = y.t
+                if y_t < horizon:
                     break
-                if id(y) in seen:
+                if y.stamp == stamp:
                     continue
-                seen.add(id(y))
-                if y.scope.pod and topology.knows(y.scope.pod):
-                    y_nodes, y_gpus = self._placement(y, x.t)
+                y.stamp = stamp
+                # link() rejects a pair beyond its modes' widest gap first; checked here to skip
+                # the placement lookup too.
+                if x_t - y_t > (pair_window.get(y.mode, tight_window) if pair_window is not None else tight_window):
+                    continue
+                pod = y.scope.pod
+                if pod and topology.knows(pod):
+                    y_nodes, y_gpus = self._placement(y, x_t)
                 else:
                     y_nodes, y_gpus = y.nodes, y.gpus
                 if engine.link(y, x, y_nodes, y_gpus):
@@ -327,6 +341,14 @@ class Correlator:
         self.window = max(other_lags + [self.same_mode_window, self.tight_window]) + self.slack
         self.change_window = max((r.max_lag.total_seconds() for r in change_rules), default=0.0)
         self._pair_window = self._pair_windows()
+        self._pair_window_by_later: dict[str, dict[str, float]] = {}
+        for (earlier, later), gap in self._pair_window.items():
+            self._pair_window_by_later.setdefault(later, {})[earlier] = gap
+        self._reach_by_later = {later: min(self.window, max([self.tight_window] + [gap for earlier, gap in gaps.items() if earlier != "change"]))
+                                for later, gaps in self._pair_window_by_later.items()}
+        self._stamp = 0
+        self._scope_shapes: dict[tuple, Scope] = {}
+        self._classes: dict[tuple, Classification] = {}
         self._scopes: dict[tuple, Scope] = {}
         self._lookbacks: dict[tuple, timedelta] = {}
         self._partitions: dict[str, _Partition] = {}
@@ -416,20 +438,33 @@ class Correlator:
         return replayed
 
     def _entry(self, alert: Alert, key: str) -> _Entry:
-        labels_key = tuple(alert.labels.items())
+        labels = alert.labels
+        labels_key = tuple(labels.items())
         scope = self._scopes.get(labels_key)
         if scope is None:
-            scope = self._scopes[labels_key] = scope_of(alert.labels)
-        timing_key = (alert.generator_url, tuple(alert.annotations.items()),
-                      tuple(alert.labels.get(k, "") for k in ("for", "window", "duration")))
+            # scope_of never reads the alert name, so label sets differing only in it share a scope.
+            shape = tuple(item for item in labels_key if item[0] != "alertname")
+            scope = self._scope_shapes.get(shape)
+            if scope is None:
+                scope = self._scope_shapes[shape] = scope_of(labels)
+            self._scopes[labels_key] = scope
+        annotations_key = tuple(alert.annotations.items())
+        timing_key = (alert.generator_url, annotations_key,
+                      (labels.get("for", ""), labels.get("window", ""), labels.get("duration", "")))
         back = self._lookbacks.get(timing_key)
         if back is None:
             back = self._lookbacks[timing_key] = lookback(alert)
         if len(self._scopes) > 200_000:
             self._scopes.clear()
             self._lookbacks.clear()
+            self._scope_shapes.clear()
+            self._classes.clear()
         onset = as_utc(alert.starts_at) - back
-        cls = self.classifier.classify(alert)
+        # The classifier's answer depends on the alert name, labels, rule URL and annotations only.
+        class_key = (labels_key, alert.generator_url, annotations_key)
+        cls = self._classes.get(class_key)
+        if cls is None:
+            cls = self._classes[class_key] = self.classifier.classify(alert)
         return _Entry(
             alert=alert,
             key=key,
@@ -688,7 +723,19 @@ def _decision_keys(decision: Decision) -> tuple[str, ...]:
 
 
 def correlate(alerts: Iterable[Alert], decisions: Iterable[Decision] = (), catalog: Catalog | None = None) -> list[Incident]:
-    """Batch correlation: the same answer as feeding `alerts` one by one to a Correlator."""
-    correlator = Correlator(catalog, decisions)
-    correlator._ingest(alerts)
-    return correlator.incidents()
+    """Batch correlation: the same answer as feeding `alerts` one by one to a Correlator.
+
+    The cyclic garbage collector is paused for the call: a batch builds millions of long-lived
+    objects and no garbage cycles worth reclaiming, and the repeated full collections over that
+    growing heap cost a third of the run. It is re-enabled (if it was on) before returning.
+    """
+    paused = gc.isenabled()
+    if paused:
+        gc.disable()
+    try:
+        correlator = Correlator(catalog, decisions)
+        correlator._ingest(alerts)
+        return correlator.incidents()
+    finally:
+        if paused:
+            gc.enable()

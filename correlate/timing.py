@@ -29,6 +29,9 @@ _FOR_KEYS = ("for", "window", "duration", "pending_for")
 
 
 def as_utc(moment: datetime) -> datetime:
+    tz = moment.tzinfo
+    if tz is timezone.utc:
+        return moment  # what astimezone(timezone.utc) returns for it too
     return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
 
 

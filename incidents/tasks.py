@@ -5,6 +5,8 @@ from celery import shared_task
 from django.db import DatabaseError
 
 from incidents import correlation, services
+from incidents.evidence.collect import evidence_collect
+from incidents.models import Incident
 
 
 @shared_task(
@@ -52,3 +54,18 @@ def requeue_stale_deliveries() -> int:
 def correlate_key(key: str) -> None:
     """Correlate one cluster's recent alerts; serialised per key by a lock inside the service."""
     correlation.correlation_run(key=key)
+
+
+@shared_task(
+    name="incidents.collect_evidence",
+    autoretry_for=(DatabaseError,),
+    retry_backoff=True,
+    retry_backoff_max=120,
+    max_retries=5,
+    ignore_result=True,
+)
+def collect_evidence(incident_id: int) -> None:
+    """Copy the series around an incident into its evidence; Prometheus trouble becomes a gap, not a retry."""
+    if not Incident.objects.filter(pk=incident_id).exists():
+        return
+    evidence_collect(incident_id=incident_id)

@@ -2,7 +2,7 @@
 from django.contrib import admin
 from django.urls import include, path
 
-from incidents import runbooks, views
+from incidents import evidence_views, runbooks, views
 from incidents.api import urls as api_urls
 
 urlpatterns = [
@@ -13,6 +13,8 @@ urlpatterns = [
     path("healthz", views.healthz, name="healthz"),
     path("metrics", views.metrics, name="metrics"),
     path("incidents/<int:incident_id>/", views.incident_page, name="incident"),
+    path("incidents/<int:incident_id>/evidence/", evidence_views.evidence_page, name="incident-evidence"),
+    path("assets/plotly-<str:version>.min.js", evidence_views.plotly_js, name="plotly-js"),
     path("incidents/<int:incident_id>/act/", views.incident_act_form, name="incident-act"),
     path("alerts/", views.alerts_page, name="alerts"),
     path("runbooks/<str:alertname>/", runbooks.runbook_page, name="runbook"),

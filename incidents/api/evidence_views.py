@@ -1,0 +1,82 @@
+"""The incident's timeline and root-cause matrix as JSON: rebuilt from stored evidence on read."""
+from __future__ import annotations
+
+from drf_spectacular.utils import extend_schema
+from rest_framework import serializers
+from rest_framework.exceptions import NotFound
+from rest_framework.request import Request
+from rest_framework.response import Response
+from rest_framework.views import APIView
+
+from incidents.actions import ActionError
+from incidents.models import Incident
+from incidents.timeline import incident_matrix, incident_timeline, matrix_edit
+
+class TimelineItemSerializer(serializers.Serializer):
+    at = serializers.DateTimeField()
+    kind = serializers.ChoiceField(["alert_fired", "alert_resolved", "threshold", "action", "note", "change"])
+    layer = serializers.CharField()
+    title = serializers.CharField()
+    detail = serializers.CharField()
+    source = serializers.CharField()
+    signal = serializers.CharField(required=False, help_text="threshold items: the catalog band")
+    band = serializers.ChoiceField(["green", "yellow", "red"], required=False, help_text="threshold items: the band entered")
+    value = serializers.FloatField(required=False, help_text="threshold items: the value at the crossing")
+    action = serializers.CharField(required=False, help_text="action and note items")
+    by = serializers.CharField(required=False, allow_null=True)
+    alert_id = serializers.IntegerField(required=False, allow_null=True)
+
+
+class EvidenceRefSerializer(serializers.Serializer):
+    kind = serializers.ChoiceField(["alert", "threshold", "action", "change", "catalog"])
+    id = serializers.CharField()
+
+
+class MatrixCellSerializer(serializers.Serializer):
+    text = serializers.CharField()
+    evidence = EvidenceRefSerializer(many=True)
+    edited_by = serializers.CharField(allow_null=True)
+
+
+class MatrixRowSerializer(serializers.Serializer):
+    layer = serializers.CharField()
+    direct_cause = MatrixCellSerializer()
+    system_defect = MatrixCellSerializer()
+    process_gap = MatrixCellSerializer()
+
+
+def incident_or_404(incident_id: int) -> Incident:
+    incident = Incident.objects.filter(pk=incident_id).first()
+    if incident is None:
+        raise NotFound(f"no incident {incident_id}")
+    return incident
+
+
+def as_rfc3339(items: list[dict]) -> list[dict]:
+    field = serializers.DateTimeField()
+    return [{**item, "at": field.to_representation(item["at"])} for item in items]
+
+
+class IncidentTimeline(APIView):
+    """Alerts fired and resolved, threshold crossings, human actions and changes, in time order."""
+
+    @extend_schema(responses=TimelineItemSerializer(many=True))
+    def get(self, request: Request, incident_id: int) -> Response:
+        return Response(as_rfc3339(incident_timeline(incident_or_404(incident_id))))
+
+
+class IncidentMatrix(APIView):
+    """The root-cause matrix: suggested from the evidence, cells replaced by human edits (PATCH,
+    author role; every edit is kept as history)."""
+
+    @extend_schema(responses=MatrixRowSerializer(many=True))
+    def get(self, request: Request, incident_id: int) -> Response:
+        return Response(incident_matrix(incident_or_404(incident_id)))
+
+    @extend_schema(request=MatrixRowSerializer(many=True), responses=MatrixRowSerializer(many=True))
+    def patch(self, request: Request, incident_id: int) -> Response:
+        incident = incident_or_404(incident_id)
+        try:
+            return Response(matrix_edit(incident=incident, user=request.user, body=request.data))
+        except ActionError as exc:
+            return Response({"error": exc.message}, status=exc.status)

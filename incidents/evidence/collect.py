@@ -1,0 +1,269 @@
+"""Collecting an incident's evidence: the series around it, copied into `EvidenceSeries`.
+
+The window runs from an hour before the first alert to 15 minutes after the last one (or now),
+at a step that keeps every series under ~1,000 points and never under 15 s. Each query is asked
+of Prometheus first (when `PROMETHEUS_URL` is set), then of the local store for what Prometheus
+lacks; a signal nobody could answer is recorded as an `EvidenceGap` (with `since`, the first
+failure) and the gap is cleared by the refresh that fills it in. Prometheus being unset, down or
+refusing a query never raises: evidence is a help to the responder, not a precondition.
+
+Rows are upserted per (incident, signal, query, labels), under a lock on the incident row, so
+two runs of the same incident neither duplicate nor interleave. Points already stored before
+the new window's first point are kept: Prometheus retention ends, the postmortem must not.
+"""
+from __future__ import annotations
+
+import logging
+import math
+from collections import defaultdict
+from collections.abc import Iterable
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta, timezone
+
+from django.conf import settings
+from django.core.cache import cache
+from django.db import transaction
+from django.db.models import Q
+from django.utils import timezone as django_timezone
+
+from incidents.correlation import catalog
+from incidents.evidence import queries
+from incidents.evidence.local import LocalSource
+from incidents.evidence.points import RangeSeries, labels_key, pack_points, unpack_points
+from incidents.evidence.prometheus import PrometheusError, PrometheusSource
+from incidents.models import Alert, EvidenceGap, EvidenceSeries, Incident
+
+logger = logging.getLogger(__name__)
+
+BEFORE_FIRST_ALERT = timedelta(minutes=60)
+AFTER_LAST_ALERT = timedelta(minutes=15)
+MIN_STEP_SECONDS = 15
+MAX_POINTS = 1000
+NOT_CONFIGURED = "PROMETHEUS_URL is not set"
+
+
+@dataclass(frozen=True)
+class Window:
+    start: float
+    end: float
+    step: float
+
+
+@dataclass
+class CollectResult:
+    incident_id: int
+    series: int = 0
+    points: int = 0
+    gaps: list[str] = field(default_factory=list)
+    cleared: list[str] = field(default_factory=list)
+    skipped: str = ""
+
+
+@dataclass
+class _Answer:
+    query: queries.EvidenceQuery
+    series: list[RangeSeries]
+    source: str
+    errors: list[str]
+
+
+# Enqueueing ------------------------------------------------------------------------------
+
+
+def evidence_enqueue(incident_ids: Iterable[int]) -> None:
+    """Ask for a collection of each incident once its caller's transaction commits; one
+    pending collection per incident is enough, since a run reads the incident as it is then
+    (the flag is taken after commit for the reason `correlation_enqueue` gives)."""
+    ids = sorted({int(pk) for pk in incident_ids if pk})
+    if ids:
+        transaction.on_commit(lambda: evidence_enqueue_now(ids), robust=True)
+
+
+def evidence_enqueue_now(incident_ids: list[int]) -> None:
+    from incidents.tasks import collect_evidence
+
+    for incident_id in incident_ids:
+        if settings.CELERY_TASK_ALWAYS_EAGER or cache.add(pending_flag(incident_id), 1, timeout=60):
+            collect_evidence.delay_on_commit(incident_id)
+
+
+def pending_flag(incident_id: int) -> str:
+    return f"rootline:evidence-pending:{incident_id}"
+
+
+def incidents_overlapping(start: datetime, end: datetime) -> list[int]:
+    """Incidents whose evidence window meets [start, end] (after an import of that span)."""
+    return list(
+        Incident.objects.visible()
+        .filter(started_at__lte=end + BEFORE_FIRST_ALERT)
+        .filter(Q(last_alert_at__isnull=True) | Q(last_alert_at__gte=start - AFTER_LAST_ALERT) | Q(resolved_at__isnull=True))
+        .values_list("id", flat=True)
+    )
+
+
+# Collecting ------------------------------------------------------------------------------
+
+
+def evidence_window(alerts: list[Alert], now: datetime) -> Window:
+    first = min(alert.starts_at for alert in alerts)
+    last = max(alert.ends_at or (now if alert.status == Alert.Status.FIRING else alert.starts_at) for alert in alerts)
+    start = (first - BEFORE_FIRST_ALERT).timestamp()
+    end = min(last + AFTER_LAST_ALERT, now).timestamp()
+    end = max(end, start + MIN_STEP_SECONDS)
+    step = max(MIN_STEP_SECONDS, math.ceil((end - start) / (MAX_POINTS - 2) / MIN_STEP_SECONDS) * MIN_STEP_SECONDS)
+    start = math.floor(start / step) * step
+    end = math.ceil(end / step) * step
+    if end > now.timestamp():
+        end = math.floor(now.timestamp() / step) * step
+    return Window(float(start), float(max(end, start)), float(step))
+
+
+def evidence_collect(*, incident_id: int, now: datetime | None = None) -> CollectResult:
+    cache.delete(pending_flag(incident_id))
+    now = now or django_timezone.now()
+    incident = Incident.objects.filter(pk=incident_id).first()
+    if incident is None:
+        return CollectResult(incident_id, skipped="gone")
+    alerts = list(incident.alerts.filter(kind=Alert.Kind.ALERT))
+    if not alerts:
+        return CollectResult(incident_id, skipped="no alerts")
+    window = evidence_window(alerts, now)
+    scope = queries.incident_scope(alert.labels for alert in alerts)
+    modes = sorted(set(incident.failure_modes or []) | {a.failure_mode for a in alerts if a.failure_mode})
+    plan = queries.plan(scope, modes, catalog(), step=window.step)
+    if not plan:
+        return CollectResult(incident_id, skipped="no scope: no pod, model or node in the alerts' labels")
+    answers = fetch(plan, window)
+    return persist(incident_id, answers, window, now)
+
+
+def fetch(plan: list[queries.EvidenceQuery], window: Window) -> list[_Answer]:
+    url = settings.PROMETHEUS_URL
+    remote = PrometheusSource(url) if url else None
+    local = LocalSource()
+    down: str = "" if remote else NOT_CONFIGURED
+    answers: list[_Answer] = []
+    satisfied: dict[str, bool] = {}
+    try:
+        for query in plan:
+            if query.fallback_of and satisfied.get(query.fallback_of, True):
+                satisfied[query.promql] = True
+                continue
+            answer = _Answer(query, [], "", [])
+            if remote is not None and not down:
+                try:
+                    answer.series, answer.source = remote.range(query.promql, window.start, window.end, window.step), "prometheus"
+                except PrometheusError as exc:
+                    answer.errors.append(str(exc))
+                    down = str(exc) if exc.unreachable else ""
+            elif down:
+                answer.errors.append(down)
+            if not answer.series:
+                try:
+                    answer.series, answer.source = local.range(query, window.start, window.end, window.step), "import"
+                except Exception as exc:  # noqa: BLE001 - a bad row must not cost the incident its other evidence
+                    logger.exception("local series store failed on %s", query.promql)
+                    answer.errors.append(f"local series store: {exc}")
+            for series in answer.series:
+                series.points = mark_gaps(series.points, window.step)
+            satisfied[query.promql] = bool(answer.series)
+            answers.append(answer)
+    finally:
+        if remote is not None:
+            remote.close()
+    return drop_framebuffer_ratio_where_pool_exists(answers)
+
+
+def drop_framebuffer_ratio_where_pool_exists(answers: list[_Answer]) -> list[_Answer]:
+    """DOMAIN.md: GPU-memory bands go to KV-pool usage; the framebuffer ratio only where a GPU's
+    pods export no pool series (no preallocation), since a preallocating engine keeps it at ~90%."""
+    pool_pods = {_pod(s.labels) for a in answers if a.query.signal == "kv_pool_usage" for s in a.series}
+    if not pool_pods:
+        return answers
+    for answer in answers:
+        if answer.query.signal == "framebuffer_ratio":
+            answer.series = [s for s in answer.series if _pod(s.labels) and _pod(s.labels) not in pool_pods]
+    return answers
+
+
+def _pod(labels: dict[str, str]) -> str:
+    return labels.get("exported_pod") or labels.get("pod") or ""
+
+
+def mark_gaps(points: list[tuple[float, float]], step: float) -> list[tuple[float, float]]:
+    """A NaN after a point followed by silence longer than the lookback: charts break the line there."""
+    out: list[tuple[float, float]] = []
+    for index, (t, v) in enumerate(points):
+        out.append((t, v))
+        following = points[index + 1][0] if index + 1 < len(points) else None
+        if following is not None and following - t > 1.5 * step:
+            out.append((t + step, math.nan))
+    return out
+
+
+def persist(incident_id: int, answers: list[_Answer], window: Window, now: datetime) -> CollectResult:
+    result = CollectResult(incident_id)
+    by_signal: dict[str, list[_Answer]] = defaultdict(list)
+    for answer in answers:
+        by_signal[answer.query.signal].append(answer)
+    with transaction.atomic():
+        incident = Incident.objects.select_for_update().filter(pk=incident_id).first()
+        if incident is None:
+            return CollectResult(incident_id, skipped="gone")
+        existing = {(row.signal, row.query, row.labels_key): row for row in EvidenceSeries.objects.filter(incident=incident)}
+        created, changed = [], []
+        for answer in answers:
+            for series in answer.series:
+                key = labels_key(series.labels)
+                row = existing.get((answer.query.signal, answer.query.promql, key))
+                points = series.points
+                if row is not None and row.step_seconds == window.step:
+                    points = merged(unpack_points(row.points), points)
+                fields = {
+                    "labels": series.labels, "step_seconds": window.step,
+                    "start": datetime.fromtimestamp(points[0][0], timezone.utc),
+                    "end": datetime.fromtimestamp(points[-1][0], timezone.utc),
+                    "points": pack_points(points), "point_count": len(points),
+                    "source": EvidenceSeries.Source.PROMETHEUS if answer.source == "prometheus" else EvidenceSeries.Source.IMPORT,
+                    "fetched_at": now,
+                }
+                if row is None:
+                    row = EvidenceSeries(incident=incident, signal=answer.query.signal, query=answer.query.promql, labels_key=key, **fields)
+                    existing[(row.signal, row.query, key)] = row
+                    created.append(row)
+                else:
+                    for name, value in fields.items():
+                        setattr(row, name, value)
+                    if row.pk:
+                        changed.append(row)
+                result.series += 1
+                result.points += len(points)
+        EvidenceSeries.objects.bulk_create(created, batch_size=200)
+        EvidenceSeries.objects.bulk_update(
+            changed, ["labels", "step_seconds", "start", "end", "points", "point_count", "source", "fetched_at"], batch_size=200)
+        gaps = {gap.signal: gap for gap in EvidenceGap.objects.filter(incident=incident)}
+        for signal, signal_answers in by_signal.items():
+            found = any(answer.series for answer in signal_answers)
+            errors = [error for answer in signal_answers for error in answer.errors]
+            gap = gaps.get(signal)
+            if found or not errors:
+                if gap is not None:
+                    gap.delete()
+                    result.cleared.append(signal)
+                continue
+            message = "; ".join(dict.fromkeys(errors))[:2000]
+            if gap is None:
+                EvidenceGap.objects.create(incident=incident, signal=signal, error=message, since=now, last_tried=now)
+            else:
+                gap.error, gap.last_tried = message, now
+                gap.save(update_fields=["error", "last_tried"])
+            result.gaps.append(signal)
+    return result
+
+
+def merged(old: list[tuple[float, float]], new: list[tuple[float, float]]) -> list[tuple[float, float]]:
+    """New points win; old ones outside the new span stay (data Prometheus no longer holds)."""
+    if not new:
+        return old
+    first, last = new[0][0], new[-1][0]
+    return [p for p in old if p[0] < first] + new + [p for p in old if p[0] > last]

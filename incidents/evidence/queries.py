@@ -1,0 +1,283 @@
+"""Which series an incident needs, as PromQL and as a plan the local store can evaluate too.
+
+Signals are the catalog's band names (`kv_pool_usage`, `framebuffer_headroom`, ...), whose
+`series` lists the metrics that answer them, plus a few signals without a band that a timeline
+still needs (`queue_depth`, `preemptions`, `restarts`, `oom_killed`). Every query is scoped by
+the incident's place, read from its alerts' labels: the pods of its deployments (so a pod
+rescheduled under a new name is still in), else its model, else its nodes for GPU series. An
+incident without any of those gets no query: an unscoped query would chart the whole fleet.
+
+How a metric is read depends on its kind, and PromQL cannot tell: histograms (latencies) are
+`histogram_quantile` over `rate` of `_bucket`, counters (`_total`) are `rate`, the rest are
+gauges. The same `EvidenceQuery` renders as PromQL and is evaluated by `local.py` with
+Prometheus' own semantics (5-minute lookback, extrapolated rate, bucket interpolation), so both
+sources answer with the same series.
+"""
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable, Sequence
+from dataclasses import dataclass, field, replace
+
+from correlate.catalog import Band, Catalog
+from correlate.topology import deployment_of_pod, scope_of
+
+Matcher = tuple[str, str, str]  # (label, "=" | "=~", value); regexes are anchored, as in PromQL
+
+MODEL_BY = ("namespace", "model_name")
+LOOKBACK_SECONDS = 300.0
+MIN_RATE_WINDOW = 120.0
+
+# Kinds: how a metric becomes a series.
+GAUGE, RATE, QUANTILE, SPREAD, MEAN, FRACTION_OF_SUM, DIVIDE = (
+    "gauge", "rate", "quantile", "spread", "mean", "fraction_of_sum", "divide")
+
+# Bands read from histograms, and how. Latency SLOs are per model (what clients see).
+HISTOGRAM_BANDS = {"ttft_p99": (QUANTILE, 0.99), "tpot_p99": (QUANTILE, 0.99), "itl_jitter": (SPREAD, 0.99),
+                   "queue_wait": (MEAN, None)}
+# Metrics listed by a band that cannot be read in the band's unit: a running-request count is
+# not a fill ratio, and Triton's queue counter is cumulative microseconds without its request count.
+NOT_IN_BAND_UNIT = {"batch_fill": {"vllm:num_requests_running"}, "queue_wait": {"nv_inference_queue_duration_us"}}
+# vLLM renames: the old name is read only when the new one answers nothing (0.9.2 exports both).
+RENAMED = {"vllm:gpu_cache_usage_perc": "vllm:kv_cache_usage_perc",
+           "vllm:time_per_output_token_seconds": "vllm:inter_token_latency_seconds"}
+EXTRA_BAND_SERIES = {"itl_jitter": ("vllm:time_per_output_token_seconds",)}
+# Signals without a band: (signal, kind, metric, extra matchers, level).
+UNBANDED = (
+    ("queue_depth", GAUGE, "vllm:num_requests_waiting", (), "pod"),
+    ("queue_depth", GAUGE, "sglang:num_queue_reqs", (), "pod"),
+    ("preemptions", RATE, "vllm:num_preemptions_total", (), "pod"),
+    ("restarts", GAUGE, "kube_pod_container_status_restarts_total", (), "pod"),
+    ("oom_killed", GAUGE, "kube_pod_container_status_last_terminated_reason", (("reason", "=", "OOMKilled"),), "pod"),
+)
+# Which signals an incident gets: the cascade's core always, the rest by failure mode.
+CORE_SIGNALS = ("kv_pool_usage", "framebuffer_headroom", "framebuffer_ratio", "kv_fragmentation", "queue_depth",
+                "queue_wait", "ttft_p99", "preemptions", "restarts", "oom_killed")
+MODE_SIGNALS = {
+    "slo_tpot": ("tpot_p99",), "slo_itl": ("itl_jitter",), "preemption": ("itl_jitter",),
+    "spec_decode": ("spec_acceptance",), "queueing": ("batch_fill",), "timeout": ("tpot_p99",),
+}
+GPU_METRIC = re.compile(r"^DCGM_")
+_SELECTOR = re.compile(r"\s*([a-zA-Z_:][a-zA-Z0-9_:]*)\s*(\{[^}]*\})?\s*")
+_MATCHER = re.compile(r'\s*([a-zA-Z_][a-zA-Z0-9_]*)\s*(=~|=)\s*"((?:[^"\\]|\\.)*)"\s*,?')
+
+
+@dataclass(frozen=True)
+class Scope:
+    """Where an incident happened, from its alerts' labels."""
+
+    namespaces: frozenset[str] = frozenset()
+    pods: frozenset[str] = frozenset()
+    deployments: frozenset[str] = frozenset()
+    models: frozenset[str] = frozenset()
+    nodes: frozenset[str] = frozenset()
+
+    @property
+    def empty(self) -> bool:
+        return not (self.pods or self.deployments or self.models or self.nodes)
+
+    def pod_regex(self) -> str:
+        parts = [f"{regex_escape(d)}-.*" for d in sorted(self.deployments)]
+        parts += [regex_escape(p) for p in sorted(self.pods) if deployment_of_pod(p) not in self.deployments]
+        return "|".join(parts)
+
+
+@dataclass(frozen=True)
+class EvidenceQuery:
+    signal: str
+    kind: str
+    metric: str
+    matchers: tuple[Matcher, ...] = ()
+    other: str = ""  # the second metric of FRACTION_OF_SUM (A / (A + B)) and DIVIDE (A / B)
+    other_matchers: tuple[Matcher, ...] = ()
+    quantile: float = 0.99
+    by: tuple[str, ...] = ()
+    window: float = MIN_RATE_WINDOW
+    fallback_of: str = ""  # read only when the query with this promql found nothing
+    metric_matchers: tuple[Matcher, ...] = field(default=(), compare=False)
+
+    @property
+    def counters(self) -> bool:
+        return self.metric.endswith("_total")
+
+    @property
+    def ignoring(self) -> tuple[str, ...]:
+        """Labels that tell the two sides of a division apart and must not block the match."""
+        return tuple(sorted({m[0] for m in self.metric_matchers} | {m[0] for m in self.other_matchers}))
+
+    @property
+    def promql(self) -> str:
+        w = duration(self.window)
+        if self.kind == GAUGE:
+            return selector(self.metric, self.matchers)
+        if self.kind == RATE:
+            return f"rate({selector(self.metric, self.matchers)}[{w}])"
+        if self.kind in (QUANTILE, SPREAD):
+            inner = f"sum by (le, {', '.join(self.by)}) (rate({selector(self.metric + '_bucket', self.matchers)}[{w}]))"
+            high = f"histogram_quantile({self.quantile:g}, {inner})"
+            return high if self.kind == QUANTILE else f"{high} - histogram_quantile(0.5, {inner})"
+        if self.kind == MEAN:
+            by = ", ".join(self.by)
+            return (f"sum by ({by}) (rate({selector(self.metric + '_sum', self.matchers)}[{w}])) / "
+                    f"sum by ({by}) (rate({selector(self.metric + '_count', self.matchers)}[{w}]))")
+        if self.kind == FRACTION_OF_SUM:
+            a, b = selector(self.metric, self.matchers), selector(self.other, self.matchers)
+            return f"{a} / ({a} + {b})"
+        if self.kind == DIVIDE:
+            a, b = selector(self.metric, self.matchers), selector(self.other, self.other_matchers)
+            if self.counters:
+                a, b = f"rate({a}[{w}])", f"rate({b}[{w}])"
+            ignoring = f" ignoring({', '.join(self.ignoring)})" if self.ignoring else ""
+            return f"{a} /{ignoring} {b}"
+        raise ValueError(f"unknown query kind {self.kind!r}")
+
+
+def incident_scope(alert_labels: Iterable[dict[str, str]]) -> Scope:
+    namespaces, pods, deployments, models, nodes = set(), set(), set(), set(), set()
+    for labels in alert_labels:
+        place = scope_of(labels)
+        for bucket, value in ((namespaces, place.namespace), (pods, place.pod), (deployments, place.deployment),
+                              (models, place.model), (nodes, place.node)):
+            if value:
+                bucket.add(value)
+    return Scope(frozenset(namespaces), frozenset(pods), frozenset(deployments), frozenset(models), frozenset(nodes))
+
+
+def signals_for(failure_modes: Iterable[str]) -> list[str]:
+    wanted = list(CORE_SIGNALS)
+    for mode in failure_modes:
+        wanted += [s for s in MODE_SIGNALS.get(mode, ()) if s not in wanted]
+    return wanted
+
+
+def plan(scope: Scope, failure_modes: Sequence[str], catalog: Catalog, *, step: float) -> list[EvidenceQuery]:
+    """The queries for an incident, fallbacks after the query they stand in for."""
+    if scope.empty:
+        return []
+    window = max(MIN_RATE_WINDOW, 2 * step)
+    queries: list[EvidenceQuery] = []
+    for signal in signals_for(failure_modes):
+        band = catalog.bands.get(signal)
+        if band is not None:
+            queries += band_queries(band, scope, window)
+        for name, kind, metric, extra, _level in UNBANDED:
+            if name == signal:
+                for matchers in scoped_matchers(scope, metric, "pod"):
+                    queries.append(EvidenceQuery(name, kind, metric, matchers + extra, window=window))
+                    break
+    return dedupe(queries)
+
+
+def band_queries(band: Band, scope: Scope, window: float) -> list[EvidenceQuery]:
+    found: list[EvidenceQuery] = []
+    skip = NOT_IN_BAND_UNIT.get(band.name, set())
+    for expression in (*band.series, *EXTRA_BAND_SERIES.get(band.name, ())):
+        terms = parse_series(expression)
+        if terms is None or terms[0][0] in skip:
+            continue
+        (metric, own), rest = terms[0], terms[1:]
+        level = "model" if band.name in HISTOGRAM_BANDS else ("gpu" if GPU_METRIC.match(metric) else "pod")
+        alternatives = scoped_matchers(scope, metric, level)
+        previous = ""
+        for matchers in alternatives:
+            query = band_query(band, metric, own, rest, matchers, window)
+            if query is None:
+                break
+            renamed_from = RENAMED.get(metric)
+            fallback = previous or (first_promql(band, renamed_from, scope, window) if renamed_from else "")
+            found.append(replace(query, fallback_of=fallback))
+            previous = query.promql
+    return found
+
+
+def first_promql(band: Band, metric: str, scope: Scope, window: float) -> str:
+    level = "model" if band.name in HISTOGRAM_BANDS else "pod"
+    for matchers in scoped_matchers(scope, metric, level):
+        query = band_query(band, metric, (), [], matchers, window)
+        return query.promql if query else ""
+    return ""
+
+
+def band_query(band: Band, metric: str, own: tuple[Matcher, ...], rest: list, matchers: tuple[Matcher, ...],
+               window: float) -> EvidenceQuery | None:
+    if band.name in HISTOGRAM_BANDS and not rest:
+        kind, quantile = HISTOGRAM_BANDS[band.name]
+        return EvidenceQuery(band.name, kind, metric, matchers + own, quantile=quantile or 0.99, by=MODEL_BY, window=window)
+    if not rest:
+        return EvidenceQuery(band.name, RATE if metric.endswith("_total") else GAUGE, metric, matchers + own, window=window)
+    if len(rest) == 2 and rest[0][0] == metric:  # A / (A + B)
+        return EvidenceQuery(band.name, FRACTION_OF_SUM, metric, matchers + own, other=rest[1][0], window=window)
+    if len(rest) == 1:
+        other, other_own = rest[0]
+        return EvidenceQuery(band.name, DIVIDE, metric, matchers + own, other=other, other_matchers=matchers + other_own,
+                             window=window, metric_matchers=own)
+    return None
+
+
+def parse_series(expression: str) -> list[tuple[str, tuple[Matcher, ...]]] | None:
+    """The catalog's series forms: `m`, `m{l="v"}`, `a / b`, `a / (a + b)`."""
+    terms = []
+    for part in re.split(r"[/()+]", expression):
+        if not part.strip():
+            continue
+        found = _SELECTOR.fullmatch(part)
+        if not found:
+            return None
+        own = tuple((label, op, value.replace('\\"', '"').replace("\\\\", "\\"))
+                    for label, op, value in _MATCHER.findall((found.group(2) or "{}")[1:-1]))
+        terms.append((found.group(1), own))
+    return terms or None
+
+
+def scoped_matchers(scope: Scope, metric: str, level: str) -> list[tuple[Matcher, ...]]:
+    """Label matchers for a metric at a level, most specific first; later ones are fallbacks
+    (dcgm-exporter names the pod `exported_pod` without honorLabels, or not at all)."""
+    namespace: tuple[Matcher, ...] = ()
+    if len(scope.namespaces) == 1:
+        namespace = (("namespace", "=", next(iter(scope.namespaces))),)
+    elif scope.namespaces:
+        namespace = (("namespace", "=~", "|".join(regex_escape(n) for n in sorted(scope.namespaces))),)
+    pods = scope.pod_regex()
+    nodes = "|".join(regex_escape(n) for n in sorted(scope.nodes))
+    if level == "gpu":
+        out = []
+        if pods:
+            out += [(("pod", "=~", pods),), (("exported_pod", "=~", pods),)]
+        if nodes:
+            out += [(("Hostname", "=~", nodes),), (("hostname", "=~", nodes),)]
+        return out
+    if level == "model" and scope.models and not pods:
+        models = "|".join(regex_escape(m) for m in sorted(scope.models))
+        return [namespace + (("model_name", "=~", f"(.+/)?({models})"),)]
+    if pods:
+        return [namespace + (("pod", "=~", pods),)]
+    return []
+
+
+def dedupe(queries: list[EvidenceQuery]) -> list[EvidenceQuery]:
+    seen: set[tuple[str, str]] = set()
+    out = []
+    for query in queries:
+        if (query.signal, query.promql) not in seen:
+            seen.add((query.signal, query.promql))
+            out.append(query)
+    return out
+
+
+def selector(metric: str, matchers: Iterable[Matcher]) -> str:
+    inner = ",".join(f'{label}{op}"{promql_string(value)}"' for label, op, value in matchers)
+    return f"{metric}{{{inner}}}" if inner else metric
+
+
+def promql_string(value: str) -> str:
+    return value.replace("\\", "\\\\").replace('"', '\\"')
+
+
+def regex_escape(value: str) -> str:
+    """Escapes what RE2 and Python's re read alike (not `-`, which both take literally outside sets)."""
+    return re.sub(r"([.^$*+?()\[\]{}|\\])", r"\\\1", value)
+
+
+def duration(seconds: float) -> str:
+    seconds = int(round(seconds))
+    return f"{seconds // 60}m" if seconds % 60 == 0 else f"{seconds}s"

@@ -1,0 +1,125 @@
+"""What an incident asks for (window, step, PromQL), and the task and enqueue around the service."""
+from __future__ import annotations
+
+from datetime import datetime, timedelta, timezone
+from types import SimpleNamespace
+from unittest import mock
+
+import pytest
+from django.core.cache import cache
+from django.db import transaction
+
+from incidents.correlation import catalog
+from incidents.evidence import collect, queries
+from incidents.evidence.collect import evidence_collect, evidence_enqueue, evidence_window
+from incidents.tasks import collect_evidence
+
+T0 = datetime(2026, 11, 20, 1, 0, tzinfo=timezone.utc)
+
+
+def alert(minutes: float, *, ends: float | None = None, status: str = "resolved"):
+    return SimpleNamespace(starts_at=T0 + timedelta(minutes=minutes), status=status,
+                           ends_at=T0 + timedelta(minutes=ends) if ends is not None else None)
+
+
+def test_window_is_an_hour_before_the_first_alert_to_15_minutes_after_the_last():
+    window = evidence_window([alert(0, ends=10), alert(20, ends=30)], now=T0 + timedelta(days=1))
+    assert window.start == (T0 - timedelta(minutes=60)).timestamp()
+    assert window.end == (T0 + timedelta(minutes=45)).timestamp()
+    assert window.step == 15
+
+
+def test_a_firing_incident_runs_to_now_and_a_long_one_coarsens_the_step():
+    now = T0 + timedelta(hours=2)
+    window = evidence_window([alert(0, status="firing")], now=now)
+    assert window.end <= now.timestamp() and window.step == 15
+    long = evidence_window([alert(0, ends=60 * 24 * 3)], now=T0 + timedelta(days=10))
+    assert long.step % 15 == 0 and (long.end - long.start) / long.step + 1 <= 1000
+
+
+def test_the_plan_scopes_by_the_deployment_and_uses_real_metric_names():
+    scope = queries.incident_scope([
+        {"alertname": "KVCacheFragmentationHigh", "namespace": "llm", "pod": "vllm-llama-7d9f8b6c4-x2k9p", "model_name": "meta/llama-3-70b"},
+        {"alertname": "LLMTTFTP99High", "namespace": "llm", "model_name": "meta/llama-3-70b"},
+    ])
+    plan = queries.plan(scope, ["kv_fragmentation", "slo_tpot", "preemption"], catalog(), step=15)
+    by_signal: dict[str, list[str]] = {}
+    for query in plan:
+        by_signal.setdefault(query.signal, []).append(query.promql)
+
+    pods = 'namespace="llm",pod=~"vllm-llama-.*"'
+    assert f"llm_kv_cache_fragmentation_ratio{{{pods}}}" in by_signal["kv_fragmentation"]
+    assert f"vllm:kv_cache_usage_perc{{{pods}}}" in by_signal["kv_pool_usage"]
+    assert (f"histogram_quantile(0.99, sum by (le, namespace, model_name) "
+            f"(rate(vllm:time_to_first_token_seconds_bucket{{{pods}}}[2m])))") in by_signal["ttft_p99"]
+    assert any("vllm:request_time_per_output_token_seconds_bucket" in q for q in by_signal["tpot_p99"])
+    assert any(q.startswith("histogram_quantile(0.99,") and " - histogram_quantile(0.5," in q
+               and "vllm:inter_token_latency_seconds_bucket" in q for q in by_signal["itl_jitter"])
+    assert f"rate(vllm:num_preemptions_total{{{pods}}}[2m])" in by_signal["preemptions"]
+    assert (f"sum by (namespace, model_name) (rate(vllm:request_queue_time_seconds_sum{{{pods}}}[2m])) / "
+            f"sum by (namespace, model_name) (rate(vllm:request_queue_time_seconds_count{{{pods}}}[2m]))") in by_signal["queue_wait"]
+    dcgm = 'DCGM_FI_DEV_FB_USED{pod=~"vllm-llama-.*"}'
+    assert f"{dcgm} / ({dcgm} + DCGM_FI_DEV_FB_FREE{{pod=~\"vllm-llama-.*\"}})" in by_signal["framebuffer_ratio"]
+    # renamed vLLM metrics are read only when the new name answers nothing
+    old = next(q for q in plan if q.metric == "vllm:gpu_cache_usage_perc")
+    assert old.fallback_of == f"vllm:kv_cache_usage_perc{{{pods}}}"
+    # dcgm-exporter without honorLabels: exported_pod, read only if pod found nothing
+    exported = next(q for q in plan if q.signal == "framebuffer_headroom" and q.matchers[0][0] == "exported_pod")
+    assert exported.fallback_of == 'DCGM_FI_DEV_FB_FREE{pod=~"vllm-llama-.*"}'
+
+
+def test_the_model_scopes_latency_when_no_pod_is_known():
+    scope = queries.incident_scope([{"alertname": "LLMTTFTP99High", "namespace": "llm", "model_name": "meta/llama-3.1-8b"}])
+    (ttft,) = [q for q in queries.plan(scope, ["slo_ttft"], catalog(), step=15) if q.signal == "ttft_p99"
+               and q.metric == "vllm:time_to_first_token_seconds"]
+    assert 'model_name=~"(.+/)?(llama-3\\\\.1-8b)"' in ttft.promql
+
+
+def test_an_incident_without_a_place_queries_nothing():
+    scope = queries.incident_scope([{"alertname": "CertificateExpiringSoon", "cluster": "prod"}])
+    assert queries.plan(scope, ["other"], catalog(), step=15) == []
+
+
+@pytest.mark.django_db
+def test_collect_evidence_task_is_named_and_quiet_for_a_missing_incident():
+    assert collect_evidence.name == "incidents.collect_evidence"
+    assert collect_evidence.max_retries and collect_evidence.autoretry_for
+    assert collect_evidence(987654) is None
+    assert evidence_collect(incident_id=987654).skipped == "gone"
+
+
+@pytest.mark.django_db
+def test_evidence_enqueue_waits_for_commit_and_collapses_repeats(settings, django_capture_on_commit_callbacks):
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    cache.delete(collect.pending_flag(7))
+    with mock.patch("incidents.tasks.collect_evidence.delay_on_commit") as enqueue:
+        with django_capture_on_commit_callbacks(execute=True):
+            with transaction.atomic():
+                evidence_enqueue([7, 7])
+                assert cache.get(collect.pending_flag(7)) is None
+                enqueue.assert_not_called()
+        enqueue.assert_called_once_with(7)
+        with django_capture_on_commit_callbacks(execute=True):
+            evidence_enqueue([7])  # still pending: nothing more
+        enqueue.assert_called_once_with(7)
+        evidence_collect(incident_id=7)  # a run clears the flag, so the next change enqueues again
+        with django_capture_on_commit_callbacks(execute=True):
+            evidence_enqueue([7])
+        assert enqueue.call_count == 2
+    cache.delete(collect.pending_flag(7))
+
+
+@pytest.mark.django_db
+def test_a_second_collection_upserts_instead_of_duplicating(story_file, story_incident, settings):
+    from django.core.management import call_command
+
+    from incidents.models import EvidenceSeries
+
+    settings.PROMETHEUS_URL = None
+    call_command("import_metrics", str(story_file), stdout=open("/dev/null", "w"))
+    incident = story_incident()
+    evidence_collect(incident_id=incident.pk)
+    before = sorted(EvidenceSeries.objects.filter(incident=incident).values_list("id", "signal", "labels_key", "point_count"))
+    evidence_collect(incident_id=incident.pk)
+    after = sorted(EvidenceSeries.objects.filter(incident=incident).values_list("id", "signal", "labels_key", "point_count"))
+    assert after == before and len(before) > 20
