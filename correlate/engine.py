@@ -47,12 +47,13 @@ class _Entry:
     member: Member | None = None
     member_end: float | None = None
     index_keys: tuple[tuple[str, str], ...] = ()
-    edges: list[tuple["_Entry", "_Entry", str, float, str]] = field(default_factory=list)
+    edges: list[tuple["_Entry", "_Entry", str, float, str, Edge]] = field(default_factory=list)
     links: list["_Entry"] = field(default_factory=list)
     undo: list[tuple] = field(default_factory=list)
     sort_key: tuple[float, str] = ()
     mode: str = ""
     stamp: int = 0
+    own_keys: tuple[tuple[str, str], ...] | None = None
 
     def __post_init__(self) -> None:
         self.sort_key = (self.t, self.key)
@@ -101,7 +102,8 @@ class _Partition:
             tail.sort(key=lambda e: e.sort_key)
             del self.entries[start:]
             self.entries.extend(tail)
-            self.sort_keys = [e.sort_key for e in self.entries] if start == 0 else self.sort_keys[:start] + [e.sort_key for e in tail]
+            del self.sort_keys[start:]
+            self.sort_keys.extend([e.sort_key for e in tail])
         replayed = self.entries[start:]
         for entry in replayed:
             self._process(entry)
@@ -164,7 +166,9 @@ class _Partition:
         topology = self.topology
         x.nodes = topology.nodes(x.scope, x.t)
         x.gpus = topology.gpus(x.scope, x.t)
-        keys = _index_keys(x)
+        keys = x.own_keys
+        if keys is None:
+            keys = x.own_keys = _index_keys(x)
         linked: set[str] = set()
         x_t = x.t
         x_mode = x.mode
@@ -226,9 +230,11 @@ class _Partition:
         """y's nodes and GPUs as known at `at`, cached while no link of its pod changes."""
         topology = self.topology
         cached = y.placement
-        if cached is None or cached[0] != topology.version:
-            pod = y.scope.pod
-            cached = (topology.version, topology.latest_since(pod),
+        pod = y.scope.pod
+        # Only the links of y's own pod decide its placement, so the cache holds until they change.
+        version = topology.pod_versions.get(pod, 0)
+        if cached is None or cached[0] != version:
+            cached = (version, topology.latest_since(pod),
                       topology.nodes(y.scope, float("inf")), topology.gpus(y.scope, float("inf")))
             y.placement = cached
         if at >= cached[1]:
@@ -385,8 +391,9 @@ class Correlator:
         """Ingest alerts; returns the incidents they created or changed (members, edges or links)."""
         alerts = list(alerts)
         self._before = {}
-        replayed = self._ingest(alerts)
-        new_keys = {occurrence_key(a.fingerprint, a.starts_at) for a in alerts}
+        keys = [occurrence_key(a.fingerprint, a.starts_at) for a in alerts]
+        replayed = self._ingest(alerts, keys)
+        new_keys = set(keys)
         changed = [e for e in replayed
                    if e.key in new_keys or self._partitions[e.partition].signature(e) != self._before.get(e.key)]
         return self._incidents_touching(changed)
@@ -413,17 +420,18 @@ class Correlator:
                 return [entry]
         return []
 
-    def _ingest(self, alerts: Iterable[Alert]) -> list[_Entry]:
+    def _ingest(self, alerts: Iterable[Alert], keys: Sequence[str] | None = None) -> list[_Entry]:
         fresh: dict[str, list[_Entry]] = {}
         touched: dict[str, list[_Entry]] = {}
-        for alert in alerts:
-            key = occurrence_key(alert.fingerprint, alert.starts_at)
+        for number, alert in enumerate(alerts):
+            key = occurrence_key(alert.fingerprint, alert.starts_at) if keys is None else keys[number]
             known = self._entries.get(key)
             if known is not None:
                 end_t = _end_time(alert)
                 if end_t is not None and end_t != known.end_t:
                     known.end_t = end_t
                     known.alert = alert
+                    known.own_keys = None
                     touched.setdefault(known.partition, []).append(known)
                 continue
             entry = self._entry(alert, key)
@@ -498,16 +506,16 @@ class Correlator:
         if y.mode == x.mode and x.cls.depth > y.cls.depth and dt <= self.reorder:
             for rule_id, _, scope in self._rule_pairs.get((x.mode, y.mode), ()):
                 if scope & rel:
-                    x.edges.append((x, y, rule_id, -dt, _tightest(scope & rel)))
+                    x.edges.append(_edge(x, y, rule_id, -dt, _tightest(scope & rel)))
                     return True
         for rule_id, max_lag, scope in self._rule_pairs.get((y.mode, x.mode), ()):
             if dt <= max_lag and (scope & rel):
-                x.edges.append((y, x, rule_id, dt, _tightest(scope & rel)))
+                x.edges.append(_edge(y, x, rule_id, dt, _tightest(scope & rel)))
                 return True
         if dt <= self.slack and x.mode != y.mode:
             for rule_id, _, scope in self._rule_pairs.get((x.mode, y.mode), ()):
                 if scope & rel:
-                    x.edges.append((x, y, rule_id, -dt, _tightest(scope & rel)))
+                    x.edges.append(_edge(x, y, rule_id, -dt, _tightest(scope & rel)))
                     return True
         if x.mode == y.mode and dt <= self.same_mode_window and (rel & self.same_mode_scope):
             if x.mode != "other" or x.alert.alertname == y.alert.alertname:
@@ -529,7 +537,7 @@ class Correlator:
             return False
         for rule_id, max_lag, _ in self._rule_pairs.get(("change", x.mode), ()):
             if dt <= max_lag:
-                x.edges.append((change, x, rule_id, dt, "in_change_scope"))
+                x.edges.append(_edge(change, x, rule_id, dt, "in_change_scope"))
                 return True
         return False
 
@@ -538,7 +546,7 @@ class Correlator:
         if dt < -self.slack or dt > self.rule_edit_window or not self.rule_edit_covers(edit, x):
             return False
         if dt <= self.rule_edit_causal:
-            x.edges.append((edit, x, "rule_edit->same_alert", dt, "same_alertname"))
+            x.edges.append(_edge(edit, x, "rule_edit->same_alert", dt, "same_alertname"))
         return True
 
     def rule_edit_covers(self, edit: _Entry, x: _Entry) -> bool:
@@ -565,6 +573,17 @@ class Correlator:
         return frozenset(self._excluded)
 
     def incidents(self) -> list[Incident]:
+        if not any(isinstance(d, (Merge, Split)) for d in self._decisions):
+            # No human regrouping: the incidents are the union-find's groups as they stand.
+            groups = []
+            for partition in self._partitions.values():
+                parent = partition.parent
+                for root, agg in partition.agg.items():
+                    if parent[root] == root:
+                        groups.append(sorted(agg[4], key=_sort_key))
+            built = [self._build(members) for members in groups]
+            built.sort(key=lambda inc: (inc.started_at, inc.id))
+            return built
         every = [e for p in self._partitions.values() for e in p.entries if not e.excluded]
         return self._incidents_touching(every)
 
@@ -646,10 +665,14 @@ class Correlator:
         edges: dict[tuple[str, str], Edge] = {}
         links: list[tuple[str, str]] = []
         for entry in entries:
-            for cause, effect, rule_id, lag, relation in entry.edges:
-                if cause.key in keys and effect.key in keys and (cause.key, effect.key) not in edges:
-                    edges[(cause.key, effect.key)] = Edge(cause.key, effect.key, rule_id, lag, relation)
-            links.extend((entry.key, other.key) for other in entry.links if other.key in keys)
+            if entry.edges:
+                for cause, effect, _, _, _, edge in entry.edges:
+                    pair = (cause.key, effect.key)
+                    if pair[0] in keys and pair[1] in keys and pair not in edges:
+                        edges[pair] = edge
+            if entry.links:
+                key = entry.key
+                links.extend([(key, other.key) for other in entry.links if other.key in keys])
         ranked = rank(members, list(edges.values()), links, self.catalog)
         ends = [m.ends_at for m in members]
         ended_at = max(ends) if ends and all(e is not None for e in ends) else None  # type: ignore[type-var]
@@ -659,7 +682,7 @@ class Correlator:
             edges=ranked.edges,
             chain=ranked.chain,
             root_candidates=ranked.candidates,
-            started_at=min(as_utc(e.alert.starts_at) for e in entries),
+            started_at=min([m.starts_at for m in members]),  # Member.starts_at is as_utc(alert.starts_at)
             ended_at=ended_at,
         )
 
@@ -698,6 +721,14 @@ def _end_datetime(entry: _Entry) -> datetime | None:
     if alert.ends_at is not None and alert.status == RESOLVED:
         return as_utc(alert.ends_at)
     return datetime.fromtimestamp(entry.end_t, tz=timezone.utc)
+
+
+def _sort_key(entry: _Entry) -> tuple[float, str]:
+    return entry.sort_key
+
+
+def _edge(cause: _Entry, effect: _Entry, rule_id: str, lag: float, relation: str) -> tuple:
+    return (cause, effect, rule_id, lag, relation, Edge(cause.key, effect.key, rule_id, lag, relation))
 
 
 def _tightest(relations_found: frozenset[str]) -> str:

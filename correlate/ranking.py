@@ -67,8 +67,9 @@ def rank(members: list[Member], edges: list[Edge], links: list[tuple[str, str]],
     others = [m for m in members if m.key not in source_keys] if len(sources) < wanted else []
     others.sort(key=lambda m: (-m.depth, order[m.key]))
     scored: list[tuple[float, int, str, int]] = []
+    successors: dict[str, list[str]] = {}
     for member in sources + others[: wanted - len(sources)]:
-        reach = _reach(member.key, outgoing, neighbours, by_key)
+        reach = _reach_count(member.key, outgoing, neighbours, by_key, successors)
         coverage = reach / total_others if len(members) > 1 else 1.0
         depth = member.depth / 100.0
         is_source = member.key in source_keys
@@ -101,6 +102,26 @@ def _reach(start: str, outgoing: dict[str, list[Edge]], neighbours: dict[str, li
         mode = by_key[key].failure_mode
         nxt = [e.effect for e in outgoing.get(key, ())]
         nxt += [n for n in neighbours.get(key, ()) if by_key[n].failure_mode == mode]
+        for other in nxt:
+            if other not in seen:
+                seen.add(other)
+                stack.append(other)
+    return len(seen) - 1
+
+
+def _reach_count(start: str, outgoing: dict[str, list[Edge]], neighbours: dict[str, list[str]],
+                 by_key: dict[str, Member], successors: dict[str, list[str]]) -> int:
+    """`_reach`, sharing each alert's successor list (effects, then same-mode links) across candidates."""
+    seen = {start}
+    stack = [start]
+    while stack:
+        key = stack.pop()
+        nxt = successors.get(key)
+        if nxt is None:
+            mode = by_key[key].failure_mode
+            nxt = [e.effect for e in outgoing.get(key, ())]
+            nxt += [n for n in neighbours.get(key, ()) if by_key[n].failure_mode == mode]
+            successors[key] = nxt
         for other in nxt:
             if other not in seen:
                 seen.add(other)

@@ -18,6 +18,7 @@ BAND_LAYERS = {
 }
 # Kinds in the contract; `note` is an action of its own kind.
 KIND_ORDER = {"change": 0, "threshold": 1, "alert_fired": 2, "action": 3, "note": 3, "alert_resolved": 4}
+PAST = {"acknowledge": "acknowledged", "mitigate": "mitigated", "resolve": "resolved", "reopen": "reopened"}
 DEGRADE_WORDS = {
     "L1": "L1: speculative decoding disabled", "L2": "L2: very long requests (> 16K) rejected",
     "L3": "L3: switched to a small-model replica", "none": "degradation lifted",
@@ -168,8 +169,10 @@ def action_item(action: ActionFact, alerts: Mapping[int, AlertFact]) -> Item:
             title = f"{who} merged" + (f" into #{body['into']}" if body.get("into") else f" #{body['from']} into this" if body.get("from") else "")
         elif action.action == "split":
             title = f"{who} split off {len(body.get('alert_ids') or [])} alert(s)"
+        elif action.action == "exclude_alert":
+            title = f"{who} excluded {alert.alertname if alert else 'an alert'} from the incident"
         else:
-            title = f"{who} {verb}d" if verb.endswith("e") else f"{who} {verb}"
+            title = f"{who} {PAST.get(action.action, verb)}"
         detail = f"{alert.alertname} on {alert.where}" if alert and alert.where else (alert.alertname if alert else "")
     return Item(action.at, kind, "process", title, detail, "people", ("action", action.id),
                 action=action.action, by=action.by, alert_id=action.alert_id)

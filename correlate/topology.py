@@ -215,6 +215,7 @@ class Topology:
     node_pods: dict[str, dict[str, float]] = field(default_factory=dict)
     gpu_pods: dict[str, dict[str, float]] = field(default_factory=dict)
     version: int = 0
+    pod_versions: dict[str, int] = field(default_factory=dict)  # bumped when that pod's links change
 
     def learn(self, scope: Scope, t: float) -> list[tuple[str, str, float]]:
         """Record the links `scope` shows at time t; returns (kind, value, holds-from) of new or earlier links."""
@@ -224,13 +225,15 @@ class Topology:
         ends = ([("node", self.pod_nodes, self.node_pods, scope.node)] if scope.node else []) + [
             ("gpu", self.pod_gpus, self.gpu_pods, gpu) for gpu in scope.gpus]
         valid_from = t - self.grace
-        self.version += 1
         for kind, forward, backward, value in ends:
             known = forward.setdefault(scope.pod, {})
             if valid_from < known.get(value, float("inf")):
                 known[value] = valid_from
                 backward.setdefault(value, {})[scope.pod] = valid_from
                 changed.append((kind, value, valid_from))
+        if changed:
+            self.version += 1
+            self.pod_versions[scope.pod] = self.pod_versions.get(scope.pod, 0) + 1
         return changed
 
     def nodes(self, scope: Scope, at: float) -> frozenset[str]:

@@ -17,6 +17,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from incidents.correlation import correlation_run
+from incidents.evidence.collect import evidence_enqueue
 from incidents.ingest.common import FieldError, parse_time
 from incidents.models import Alert, Decision, Incident, IncidentAction
 
@@ -196,6 +197,7 @@ def degrade(*, incident, user, body, at, replay_key) -> Outcome:
 
 def refresh_evidence(*, incident, user, body, at, replay_key) -> Outcome:
     record(incident, user, "refresh_evidence", at, body, replay_key)
+    evidence_enqueue([incident.pk])
     return Outcome(202, [incident])
 
 

@@ -19,12 +19,14 @@ from django.db import connection, transaction
 from django.db.models import Min
 
 from correlate import engine as correlation_engine
-from correlate.catalog import Catalog, load_catalog
+from correlate.catalog import Catalog
 from correlate.events import Alert as EngineAlert
 from correlate.results import Decision as EngineDecision
 from correlate.results import Exclude, FalsePositive, Merge, Split
 from correlate.results import Incident as EngineIncident
 from correlate.topology import CLUSTER_KEYS
+from incidents.catalog import catalog
+from incidents.evidence.collect import evidence_enqueue_for_changes
 from incidents.models import Alert, CorrelationLock, Decision, Incident, IncidentEdge, RootCandidate
 
 logger = logging.getLogger(__name__)
@@ -44,10 +46,6 @@ def correlation_key_of(labels: dict[str, str]) -> str:
         if value:
             return value[:255]
     return ""
-
-
-def catalog() -> Catalog:
-    return load_catalog(settings.CATALOG_PATH, use_env=False)
 
 
 def lookback(current: Catalog) -> timedelta:
@@ -101,7 +99,9 @@ def correlation_run(*, key: str, since: datetime | None = None) -> list[int]:
         result = correlation_engine.correlate(
             [engine_alert(row) for row in rows], [engine_decision(d) for d in decisions], current
         )
-        return incidents_sync(key=key, rows=rows, result=result)
+        touched = incidents_sync(key=key, rows=rows, result=result)
+        evidence_enqueue_for_changes(touched)  # an incident that opened, grew or resolved needs its metrics again
+        return touched
 
 
 def lock_key(key: str) -> None:

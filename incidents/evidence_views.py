@@ -18,7 +18,7 @@ from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_GET
 
 from correlate.catalog import Band
-from correlate.matrix import COLUMNS
+from correlate.matrix import COLUMNS, band_title
 from correlate.series import Series
 from correlate.timeline import Item
 from incidents.models import Incident
@@ -72,7 +72,7 @@ def signal_figure(signal: str, series: list[Series], band: Band | None, events: 
                     "symbol": [EVENT_STYLE.get(e.kind, ("#333", "circle"))[1] for e in events], "size": 10},
             text=[f"{e.at:%H:%M:%S} {e.title}" for e in events], hoverinfo="text", meta={"events": True},
         ))
-    title = band.title if band else signal.replace("_", " ")
+    title = band_title(band.title) if band else signal.replace("_", " ")
     unit = f" ({band.unit})" if band and band.unit else ""
     figure.update_layout(
         title={"text": f"{title}{unit}", "font": {"size": 14}}, height=300, margin={"l": 60, "r": 20, "t": 40, "b": 40},
@@ -83,7 +83,8 @@ def signal_figure(signal: str, series: list[Series], band: Band | None, events: 
 
 
 def evidence_figures(evidence: Evidence, timeline: list[Item]) -> list[dict[str, Any]]:
-    """One figure per signal, judged signals first; every figure carries the timeline's events."""
+    """One figure per signal, judged signals first; every figure carries the timeline's events
+    (threshold crossings only of its own signal)."""
     events = [item for item in timeline if item.kind != "alert_resolved"]
     by_signal: dict[str, list[Series]] = {}
     for s in evidence.series:
@@ -93,7 +94,8 @@ def evidence_figures(evidence: Evidence, timeline: list[Item]) -> list[dict[str,
     for signal, series in sorted(by_signal.items(), key=lambda kv: (not any(evidence.bands.get(s.id) for s in kv[1]), kv[0])):
         band = next((evidence.bands[s.id] for s in series if evidence.bands.get(s.id)), None)
         judged = [s for s in series if evidence.bands.get(s.id)] if band else series
-        figures.append(signal_figure(signal, judged or series, band, events))
+        own = [e for e in events if e.kind != "threshold" or e.signal == signal]
+        figures.append(signal_figure(signal, judged or series, band, own))
     return figures
 
 

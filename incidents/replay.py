@@ -35,6 +35,8 @@ def action_body_for(line: Any) -> tuple[Incident, dict]:
         raise ReplayError(f"alert {fingerprints[0]} at {line['at']} is in no incident")
     while incident.merged_into_id:
         incident = incident.merged_into
+    if line["action"] == "assign" and isinstance(line.get("username"), str):
+        actor_for({"by": line["username"]})  # the assignee exists wherever the replay runs
     if line["action"] in ("exclude_alert", "false_positive"):
         body["alert_id"] = alerts[0].pk
     if line["action"] == "split":

@@ -27,7 +27,8 @@ from django.shortcuts import render
 from django.urls import reverse
 from django.utils.safestring import SafeString, mark_safe
 
-from correlate.catalog import FAILURE_MODES, LAYERS, Catalog, load_catalog
+from correlate.catalog import FAILURE_MODES, LAYERS, Catalog
+from incidents.catalog import catalog as app_catalog
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 RULES_DIR = PROJECT_DIR / "rules"
@@ -421,10 +422,6 @@ def markdown_to_html(source: str) -> SafeString:
     return mark_safe("\n".join(out))
 
 
-def page_catalog() -> Catalog:
-    return load_catalog(settings.CATALOG_PATH, use_env=False)
-
-
 @login_required
 def runbook_page(request: HttpRequest, alertname: str) -> HttpResponse:
     if not ALERTNAME.match(alertname):
@@ -432,7 +429,7 @@ def runbook_page(request: HttpRequest, alertname: str) -> HttpResponse:
     path = RUNBOOKS_DIR / f"{alertname}.md"
     if not path.is_file():
         raise Http404("no such runbook")
-    catalog = page_catalog()
+    catalog = app_catalog()
     alert = next((a for a in pack_alerts(catalog=catalog, base_url=settings.BASE_URL) if a.name == alertname), None)
     thresholds = []
     if alert:

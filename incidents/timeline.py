@@ -18,7 +18,7 @@ from correlate.matrix import COLUMNS, Row, suggest_matrix
 from correlate.series import Crossing, Hysteresis, Series, all_crossings, banded
 from correlate.timeline import ActionFact, AlertFact, Durations, Item, build_timeline, durations
 from incidents.actions import ActionError, require_role
-from incidents.correlation import catalog
+from incidents.catalog import catalog
 from incidents.evidence.points import finite, unpack_points
 from incidents.models import Alert, EvidenceGap, EvidenceSeries, Incident, IncidentAction, MatrixCell
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 from rest_framework import serializers
 
 from incidents.models import Alert, Incident
+from incidents.timeline import incident_durations
 
 
 class AlertSerializer(serializers.ModelSerializer):
@@ -95,16 +96,6 @@ class IncidentDetailSerializer(IncidentSerializer):
         fields = IncidentSerializer.Meta.fields + ["alerts", "edges", "root_candidates", "durations"]
 
     def get_durations(self, incident: Incident) -> DurationsSerializer:
+        """Detection from the first red crossing or first alert, whichever came first; the other
+        durations from that same onset (incidents.timeline)."""
         return incident_durations(incident)
-
-
-def incident_durations(incident: Incident) -> dict[str, float | None]:
-    def since_start(moment):
-        return round((moment - incident.started_at).total_seconds(), 3) if moment else None
-
-    return {
-        "detect_s": getattr(incident, "detect_s", 0.0),
-        "acknowledge_s": since_start(incident.acknowledged_at),
-        "mitigate_s": since_start(incident.mitigated_at),
-        "resolve_s": since_start(incident.resolved_at),
-    }

@@ -26,7 +26,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone as django_timezone
 
-from incidents.correlation import catalog
+from incidents.catalog import catalog
 from incidents.evidence import queries
 from incidents.evidence.local import LocalSource
 from incidents.evidence.points import RangeSeries, labels_key, pack_points, unpack_points
@@ -77,6 +77,14 @@ def evidence_enqueue(incident_ids: Iterable[int]) -> None:
     ids = sorted({int(pk) for pk in incident_ids if pk})
     if ids:
         transaction.on_commit(lambda: evidence_enqueue_now(ids), robust=True)
+
+
+def evidence_enqueue_for_changes(incident_ids: Iterable[int]) -> None:
+    """After correlation changed these incidents. Without a broker (the demo) collection would
+    run inside every webhook request, so there it waits for an explicit refresh, an import or
+    the demo loader instead."""
+    if not settings.CELERY_TASK_ALWAYS_EAGER:
+        evidence_enqueue(incident_ids)
 
 
 def evidence_enqueue_now(incident_ids: list[int]) -> None:
@@ -139,9 +147,13 @@ def evidence_collect(*, incident_id: int, now: datetime | None = None) -> Collec
 
 def fetch(plan: list[queries.EvidenceQuery], window: Window) -> list[_Answer]:
     url = settings.PROMETHEUS_URL
-    remote = PrometheusSource(url) if url else None
+    remote, down = None, NOT_CONFIGURED
+    if url:
+        try:
+            remote, down = PrometheusSource(url), ""
+        except (TypeError, ValueError) as exc:
+            down = f"PROMETHEUS_URL {url!r} is not usable: {exc}"
     local = LocalSource()
-    down: str = "" if remote else NOT_CONFIGURED
     answers: list[_Answer] = []
     satisfied: dict[str, bool] = {}
     try:
@@ -161,7 +173,7 @@ def fetch(plan: list[queries.EvidenceQuery], window: Window) -> list[_Answer]:
             if not answer.series:
                 try:
                     answer.series, answer.source = local.range(query, window.start, window.end, window.step), "import"
-                except Exception as exc:  # noqa: BLE001 - a bad row must not cost the incident its other evidence
+                except Exception as exc:  # a bad row must not cost the incident its other evidence
                     logger.exception("local series store failed on %s", query.promql)
                     answer.errors.append(f"local series store: {exc}")
             for series in answer.series:
@@ -214,6 +226,8 @@ def persist(incident_id: int, answers: list[_Answer], window: Window, now: datet
         created, changed = [], []
         for answer in answers:
             for series in answer.series:
+                if not series.points:
+                    continue
                 key = labels_key(series.labels)
                 row = existing.get((answer.query.signal, answer.query.promql, key))
                 points = series.points

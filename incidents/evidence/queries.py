@@ -160,9 +160,9 @@ def plan(scope: Scope, failure_modes: Sequence[str], catalog: Catalog, *, step: 
         band = catalog.bands.get(signal)
         if band is not None:
             queries += band_queries(band, scope, window)
-        for name, kind, metric, extra, _level in UNBANDED:
+        for name, kind, metric, extra, level in UNBANDED:
             if name == signal:
-                for matchers in scoped_matchers(scope, metric, "pod"):
+                for matchers in scoped_matchers(scope, metric, level):
                     queries.append(EvidenceQuery(name, kind, metric, matchers + extra, window=window))
                     break
     return dedupe(queries)

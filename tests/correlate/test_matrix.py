@@ -85,3 +85,15 @@ def test_a_change_after_the_first_alert_is_no_process_gap_and_a_change_root_lead
 
 def test_no_evidence_no_matrix():
     assert suggest_matrix(alerts=[], crossings=[], actions=[], catalog=CATALOG) == []
+
+
+def test_series_timeline_and_matrix_import_nothing_of_django():
+    import json
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    code = ("import json, sys\nimport correlate.series, correlate.timeline, correlate.matrix\n"
+            "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('django', 'celery', 'rest_framework', 'incidents', 'rootline'))))")
+    out = subprocess.run([sys.executable, "-c", code], cwd=Path(__file__).resolve().parents[2], capture_output=True, text=True, check=True)
+    assert json.loads(out.stdout) == []

@@ -71,3 +71,16 @@ def test_detection_is_zero_when_the_alert_came_first_and_changes_are_not_detecti
     assert durations(alerts=alerts, crossings=yellow_only, acknowledged_at=None, mitigated_at=None, resolved_at=None).detect_s == 0.0
     none = durations(alerts=[alerts[0]], crossings=[], acknowledged_at=None, mitigated_at=None, resolved_at=None)
     assert none.detect_s is None and none.onset is None
+
+
+def test_every_action_reads_as_a_sentence():
+    alerts, _, _ = facts()
+    cases = {"acknowledge": "oncall acknowledged", "mitigate": "oncall mitigated", "resolve": "oncall resolved",
+             "reopen": "oncall reopened", "exclude_alert": "oncall excluded KvCacheFragmented from the incident",
+             "assign": "oncall assigned lead", "severity": "oncall set severity critical", "split": "oncall split off 2 alert(s)"}
+    bodies = {"assign": {"username": "lead"}, "severity": {"level": "critical"}, "split": {"alert_ids": [2, 4]}}
+    actions = [ActionFact(i, name, at(50 + i), "oncall", bodies.get(name, {}), 2 if name == "exclude_alert" else None)
+               for i, name in enumerate(cases)]
+    items = build_timeline(alerts=alerts, crossings=[], actions=actions, bands=BANDS)
+    titles = {i.action: i.title for i in items if i.kind == "action"}
+    assert titles == cases

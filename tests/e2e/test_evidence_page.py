@@ -8,6 +8,7 @@ import pytest
 from django.contrib.auth.models import Group, User
 
 from incidents.models import EvidenceGap
+from tests.e2e.conftest import SCREENSHOTS
 from tests.e2e.test_triage import sign_in
 from tests.evidence_api.march import metrics_importable, replay, simulate, store_evidence_from_om
 
@@ -35,7 +36,7 @@ def test_evidence_page_draws_the_march_charts_with_bands_events_and_gaps(live_se
     first = charts.first
     assert first.locator(".scatterlayer .trace").count() >= 2  # series plus the event markers
     assert first.locator(".shapelayer path").count() >= 3  # green / yellow / red bands and lines
-    assert "framebuffer" in first.locator(".gtitle").inner_text().lower()
+    assert "framebuffer" in (first.locator(".gtitle").text_content() or "").lower()
     assert page.locator("table.timeline tr.kind-threshold").count() >= 3
     assert page.locator("table.timeline tr.kind-change").count() == 1
     assert "Missing evidence" in page.locator(".gaps").inner_text()
@@ -43,3 +44,7 @@ def test_evidence_page_draws_the_march_charts_with_bands_events_and_gaps(live_se
     assert not [url for url in requests_failed if "plotly" in url]
     assert all(url.startswith(live_server.url) for url in page.evaluate("Array.from(document.scripts).map(s => s.src).filter(Boolean)"))
     screenshot("evidence-page")
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    for name, element in (("evidence-chart", first), ("evidence-matrix", page.locator("table.matrix"))):
+        element.scroll_into_view_if_needed()
+        page.screenshot(path=str(SCREENSHOTS / f"{name}.png"), clip=element.bounding_box())

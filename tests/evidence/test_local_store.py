@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import math
 from datetime import datetime, timezone
+from io import StringIO
 from unittest import mock
 
 import pytest
@@ -21,8 +22,6 @@ pytestmark = pytest.mark.django_db
 
 
 def import_metrics(path) -> dict:
-    from io import StringIO
-
     out = StringIO()
     call_command("import_metrics", str(path), stdout=out)
     return json.loads(out.getvalue())
@@ -120,11 +119,11 @@ def test_march_oom_evidence_is_built_from_the_imported_metrics(tmp_path, make_in
     from incidents.tasks import correlate_key, process_delivery
 
     settings.PROMETHEUS_URL = None
-    call_command("simulate", scenario="march-oom", start="2026-03-14T00:00:00Z", out=str(tmp_path), stdout=open("/dev/null", "w"))
+    call_command("simulate", scenario="march-oom", start="2026-03-14T00:00:00Z", out=str(tmp_path), stdout=StringIO())
     alerts, events = make_integration("alertmanager"), make_integration("events")
     with django_capture_on_commit_callbacks(execute=False):
-        call_command("import_alerts", str(tmp_path / "alerts.jsonl"), integration=alerts.pk, stdout=open("/dev/null", "w"))
-        call_command("import_alerts", str(tmp_path / "changes.jsonl"), integration=events.pk, stdout=open("/dev/null", "w"))
+        call_command("import_alerts", str(tmp_path / "alerts.jsonl"), integration=alerts.pk, stdout=StringIO())
+        call_command("import_alerts", str(tmp_path / "changes.jsonl"), integration=events.pk, stdout=StringIO())
         for delivery in Delivery.objects.filter(status="pending").order_by("id"):
             process_delivery(delivery.pk)
         for key in sorted(set(Alert.objects.filter(correlated=False).values_list("correlation_key", flat=True))):
@@ -161,3 +160,13 @@ def test_local_rate_extrapolates_and_survives_counter_resets(tmp_path):
     assert series.labels == {"pod": "p"}
     # [130, 190]: 30 -> 45, reset to 0 then 5, -> 20 -> 35: an increase of 15 + 5 + 15 + 15 = 50 in 60 s
     assert series.points == [(190.0, pytest.approx(50 / 60))]
+
+
+def test_alerts_first_then_metrics_fills_the_evidence_through_the_task(story_file, story_incident, settings,
+                                                                       django_capture_on_commit_callbacks):
+    settings.PROMETHEUS_URL = None
+    settings.CELERY_TASK_ALWAYS_EAGER = True  # no broker: the enqueued task runs in this process
+    incident = story_incident()
+    with django_capture_on_commit_callbacks(execute=True):
+        import_metrics(story_file)
+    assert EvidenceSeries.objects.filter(incident=incident, signal="kv_fragmentation").count() == 4

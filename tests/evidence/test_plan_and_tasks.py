@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from datetime import datetime, timedelta, timezone
+from io import StringIO
 from types import SimpleNamespace
 from unittest import mock
 
@@ -9,7 +10,7 @@ import pytest
 from django.core.cache import cache
 from django.db import transaction
 
-from incidents.correlation import catalog
+from incidents.catalog import catalog
 from incidents.evidence import collect, queries
 from incidents.evidence.collect import evidence_collect, evidence_enqueue, evidence_window
 from incidents.tasks import collect_evidence
@@ -116,7 +117,7 @@ def test_a_second_collection_upserts_instead_of_duplicating(story_file, story_in
     from incidents.models import EvidenceSeries
 
     settings.PROMETHEUS_URL = None
-    call_command("import_metrics", str(story_file), stdout=open("/dev/null", "w"))
+    call_command("import_metrics", str(story_file), stdout=StringIO())
     incident = story_incident()
     evidence_collect(incident_id=incident.pk)
     before = sorted(EvidenceSeries.objects.filter(incident=incident).values_list("id", "signal", "labels_key", "point_count"))

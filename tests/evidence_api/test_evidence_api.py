@@ -161,3 +161,10 @@ def test_timeline_and_matrix_read_in_a_fixed_number_of_queries(incident, django_
         incident_timeline(incident)
     with django_assert_max_num_queries(8):
         incident_matrix(incident)
+
+
+def test_evidence_page_reads_in_a_fixed_number_of_queries(incident, users, client, django_assert_max_num_queries):
+    EvidenceSeries.objects.bulk_create([kv_ramp(incident, pod=f"pod-{n}") for n in range(20)])
+    client.force_login(users("view", "viewer"))
+    with django_assert_max_num_queries(10):
+        assert client.get(f"/incidents/{incident.pk}/evidence/").status_code == 200

@@ -18,6 +18,8 @@ from correlate import simulator
 from incidents import services
 from incidents.actions import ActionError, incident_act, replay_key_of
 from incidents.correlation import correlation_rebuild
+from incidents.evidence.collect import evidence_collect, incidents_overlapping
+from incidents.evidence.local import local_series_import
 from incidents.models import Delivery, Integration
 from incidents.replay import ReplayError, action_body_for, actor_for
 
@@ -45,6 +47,9 @@ class Command(BaseCommand):
             process_pending()
             correlation_rebuild(since=datetime.fromisoformat(start.replace("Z", "+00:00")) - timedelta(hours=2))
             applied = replay_actions(Path(folder) / "actions.jsonl")
+            imported = local_series_import(path=str(Path(folder) / "metrics.om"))
+            for incident_id in incidents_overlapping(imported.start, imported.end):
+                evidence_collect(incident_id=incident_id)
         self.stdout.write(f"Demo scenario {scenario} from {start} loaded ({applied} actions applied).")
         self.stdout.write(f"Admin login: {username} / {password}  (http://127.0.0.1:8000/accounts/login/)")
 
