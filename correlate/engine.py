@@ -164,8 +164,12 @@ class _Partition:
             return
         engine = self.engine
         topology = self.topology
-        x.nodes = topology.nodes(x.scope, x.t)
-        x.gpus = topology.gpus(x.scope, x.t)
+        x_pod = x.scope.pod
+        if x_pod and (x_pod in topology.pod_nodes or x_pod in topology.pod_gpus):
+            x.nodes, x.gpus = self._placement(x, x.t)  # = topology.nodes/gpus(x.scope, x.t), cached
+        else:
+            x.nodes = topology.nodes(x.scope, x.t)
+            x.gpus = topology.gpus(x.scope, x.t)
         keys = x.own_keys
         if keys is None:
             keys = x.own_keys = _index_keys(x)
@@ -180,6 +184,8 @@ class _Partition:
         engine._stamp += 1
         stamp = engine._stamp
         index = self.index
+        pod_nodes, pod_gpus = topology.pod_nodes, topology.pod_gpus
+        link = engine.link
         for index_key in self._scan_keys(x, keys) if x_mode != "change" else ():
             bucket = index.get(index_key)
             if not bucket:
@@ -197,11 +203,11 @@ class _Partition:
                 if x_t - y_t > (pair_window.get(y.mode, tight_window) if pair_window is not None else tight_window):
                     continue
                 pod = y.scope.pod
-                if pod and topology.knows(pod):
+                if pod and (pod in pod_nodes or pod in pod_gpus):  # topology.knows(pod)
                     y_nodes, y_gpus = self._placement(y, x_t)
                 else:
                     y_nodes, y_gpus = y.nodes, y.gpus
-                if engine.link(y, x, y_nodes, y_gpus):
+                if link(y, x, y_nodes, y_gpus):
                     linked.add(self.find(y.key))
         if x.mode != "change":
             change_horizon = x.t - max(engine.change_window, engine.rule_edit_window)

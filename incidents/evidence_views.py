@@ -4,6 +4,8 @@ built here as plotly figure data (tested as data); the browser only draws them w
 plotly.js the installed plotly package ships, served by `plotly_js` (no CDN)."""
 from __future__ import annotations
 
+import html
+
 import json
 from datetime import datetime, timezone
 from pathlib import Path
@@ -57,7 +59,7 @@ def signal_figure(signal: str, series: list[Series], band: Band | None, events: 
     values = [v for s in series for _, v in s.points]
     for s in series:
         figure.add_trace(go.Scatter(x=[_when(t) for t, _ in s.points], y=[v for _, v in s.points], mode="lines",
-                                    name=s.where or str(s.id), line={"width": 1.5}, meta={"series_id": s.id}))
+                                    name=plotly_text(s.where or str(s.id)), line={"width": 1.5}, meta={"series_id": s.id}))
     low = min(values, default=0.0)
     high = max(values, default=1.0)
     if band is not None:
@@ -70,7 +72,7 @@ def signal_figure(signal: str, series: list[Series], band: Band | None, events: 
             x=[e.at for e in events], y=[high - pad / 2] * len(events), mode="markers", name="events",
             marker={"color": [EVENT_STYLE.get(e.kind, ("#333", "circle"))[0] for e in events],
                     "symbol": [EVENT_STYLE.get(e.kind, ("#333", "circle"))[1] for e in events], "size": 10},
-            text=[f"{e.at:%H:%M:%S} {e.title}" for e in events], hoverinfo="text", meta={"events": True},
+            text=[plotly_text(f"{e.at:%H:%M:%S} {e.title}") for e in events], hoverinfo="text", meta={"events": True},
         ))
     title = band_title(band.title) if band else signal.replace("_", " ")
     unit = f" ({band.unit})" if band and band.unit else ""
@@ -126,3 +128,9 @@ def plotly_js(request: HttpRequest, version: str) -> FileResponse:
     if version != plotly.__version__ or not PLOTLY_JS.exists():
         raise Http404("no such plotly.js")
     return FileResponse(PLOTLY_JS.open("rb"), content_type="text/javascript; charset=utf-8")
+
+
+def plotly_text(value: str) -> str:
+    """Plotly renders a subset of HTML in names and hover texts; what senders wrote (pod names,
+    alert titles, notes) is escaped so it shows as text, never as markup or a link."""
+    return html.escape(value, quote=False)

@@ -168,3 +168,22 @@ def test_evidence_page_reads_in_a_fixed_number_of_queries(incident, users, clien
     client.force_login(users("view", "viewer"))
     with django_assert_max_num_queries(10):
         assert client.get(f"/incidents/{incident.pk}/evidence/").status_code == 200
+
+
+def test_evidence_page_figures_show_sender_text_as_text_not_plotly_markup(make_integration, deliver, users, client):
+    from incidents.models import Alert
+
+    hostile = '<a href="javascript:alert(1)">x</a><b>bold</b>'
+    integration = make_integration()
+    deliver(integration, am_body(am_alert("LLMContainerOOMKilled", "2026-11-29T02:00:00Z", pod=BAD_POD, **FLEET)))
+    deliver(integration, am_body(am_alert(hostile, "2026-11-29T02:01:00Z", pod=BAD_POD, **FLEET)))
+    incident = Alert.objects.get(alertname="LLMContainerOOMKilled").incident
+    EvidenceSeries.objects.bulk_create([kv_ramp(incident, pod=hostile)])
+    client.force_login(users("v", "viewer"))
+    page = client.get(f"/incidents/{incident.pk}/evidence/").content.decode()
+    figures = [json.loads(block.split(">", 1)[1].split("</script>", 1)[0])
+               for block in page.split('<script id="')[1:] if 'type="application/json"' in block.split(">", 1)[0]]
+    assert figures
+    texts = json.dumps(figures)
+    assert "<a href" not in texts and "<b>" not in texts
+    assert "&lt;a href" in texts or "&lt;b&gt;" in texts
