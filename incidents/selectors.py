@@ -77,6 +77,7 @@ def triage_page(*, status: str = "open", limit: int = 200) -> dict:
     alerts = chain_alerts(incidents)
     for incident in incidents:
         incident.chain_rows = [alerts[alert_id] for alert_id in incident.chain if alert_id in alerts]
+        incident.chain_names = list(dict.fromkeys(alert.alertname for alert in incident.chain_rows))
     return {
         "incidents": incidents,
         "status": status,
