@@ -27,6 +27,7 @@ _TIGHT = frozenset({"same_pod", "same_gpu"})
 _RELATION_ORDER = ("same_pod", "same_gpu", "same_node", "same_deployment", "sibling", "same_model",
                    "gateway", "same_namespace", "in_change_scope", "same_cluster")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_MODE_IDS: dict[str, int] = {}  # failure mode -> small number, to look pair gaps up in a list
 
 
 @dataclass(eq=False, slots=True)
@@ -54,10 +55,15 @@ class _Entry:
     mode: str = ""
     stamp: int = 0
     own_keys: tuple[tuple[str, str], ...] | None = None
+    mode_id: int = 0
 
     def __post_init__(self) -> None:
         self.sort_key = (self.t, self.key)
-        self.mode = self.cls.failure_mode
+        self.mode = mode = self.cls.failure_mode
+        number = _MODE_IDS.get(mode)
+        if number is None:
+            number = _MODE_IDS[mode] = len(_MODE_IDS)
+        self.mode_id = number
 
 
 class _Partition:
@@ -74,6 +80,7 @@ class _Partition:
         self.parent: dict[str, str] = {}
         self.size: dict[str, int] = {}
         self.agg: dict[str, list] = {}
+        self._placements: dict[int, tuple] = {}
 
     def find(self, key: str) -> str:
         parent = self.parent
@@ -172,11 +179,18 @@ class _Partition:
             x.gpus = topology.gpus(x.scope, x.t)
         keys = x.own_keys
         if keys is None:
-            keys = x.own_keys = _index_keys(x)
+            # _index_keys reads only the scope and the alert name; the cached value holds the scope.
+            keys_key = (id(x.scope), x.alert.labels.get("alertname", ""))
+            hit = engine._index_keys_cache.get(keys_key)
+            if hit is None:
+                if len(engine._index_keys_cache) > 200_000:
+                    engine._index_keys_cache.clear()
+                hit = engine._index_keys_cache[keys_key] = (_index_keys(x), x.scope)
+            keys = x.own_keys = hit[0]
         linked: set[str] = set()
         x_t = x.t
         x_mode = x.mode
-        pair_window = engine._pair_window_by_later.get(x_mode)
+        windows = engine._windows_for(x_mode)  # [earlier mode id] -> widest gap to x's mode
         tight_window = engine.tight_window
         # Indexed alerts are never changes, so no earlier alert beyond the widest gap any
         # non-change mode has to x's mode can link (link() checks that gap first).
@@ -185,13 +199,14 @@ class _Partition:
         stamp = engine._stamp
         index = self.index
         pod_nodes, pod_gpus = topology.pod_nodes, topology.pod_gpus
-        link = engine.link
+        pod_versions = topology.pod_versions
+        link = engine._link  # the gap was checked just above
+        plans = engine._plans_for(x_mode)  # every indexed y was made before x, so its mode is numbered
         for index_key in self._scan_keys(x, keys) if x_mode != "change" else ():
             bucket = index.get(index_key)
             if not bucket:
                 continue
-            for i in range(len(bucket) - 1, -1, -1):
-                y = bucket[i]
+            for y in reversed(bucket):  # x joins the index only after the scan
                 y_t = y.t
                 if y_t < horizon:
                     break
@@ -200,14 +215,18 @@ class _Partition:
                 y.stamp = stamp
                 # link() rejects a pair beyond its modes' widest gap first; checked here to skip
                 # the placement lookup too.
-                if x_t - y_t > (pair_window.get(y.mode, tight_window) if pair_window is not None else tight_window):
+                if x_t - y_t > windows[y.mode_id]:
                     continue
                 pod = y.scope.pod
                 if pod and (pod in pod_nodes or pod in pod_gpus):  # topology.knows(pod)
-                    y_nodes, y_gpus = self._placement(y, x_t)
+                    cached = y.placement  # _placement's cache, read inline on its fast path
+                    if cached is not None and x_t >= cached[1] and cached[0] == pod_versions.get(pod, 0):
+                        y_nodes, y_gpus = cached[2], cached[3]
+                    else:
+                        y_nodes, y_gpus = self._placement(y, x_t)
                 else:
                     y_nodes, y_gpus = y.nodes, y.gpus
-                if link(y, x, y_nodes, y_gpus):
+                if link(y, x, y_nodes, y_gpus, x_t - y_t, plans):
                     linked.add(self.find(y.key))
         if x.mode != "change":
             change_horizon = x.t - max(engine.change_window, engine.rule_edit_window)
@@ -240,12 +259,23 @@ class _Partition:
         # Only the links of y's own pod decide its placement, so the cache holds until they change.
         version = topology.pod_versions.get(pod, 0)
         if cached is None or cached[0] != version:
-            cached = (version, topology.latest_since(pod),
-                      topology.nodes(y.scope, float("inf")), topology.gpus(y.scope, float("inf")))
+            # The answer depends on the scope and its pod's links only: shared by equal scopes
+            # (the cached value holds the scope, so its id cannot be reused).
+            cached = self._placements.get(id(y.scope))
+            if cached is None or cached[0] != version:
+                times = sorted({t for table in (topology.pod_nodes, topology.pod_gpus) for t in table.get(pod, {}).values()})
+                cached = (version, topology.latest_since(pod),
+                          topology.nodes(y.scope, float("inf")), topology.gpus(y.scope, float("inf")), times, {}, y.scope)
+                self._placements[id(y.scope)] = cached
             y.placement = cached
         if at >= cached[1]:
             return cached[2], cached[3]
-        return topology.nodes(y.scope, at), topology.gpus(y.scope, at)
+        # Between two consecutive link start times the answer is the same: memoised per interval.
+        slot = bisect.bisect_right(cached[4], at)
+        found = cached[5].get(slot)
+        if found is None:
+            found = cached[5][slot] = (topology.nodes(y.scope, at), topology.gpus(y.scope, at))
+        return found
 
     def _remediated(self, change: _Entry, keys: tuple[tuple[str, str], ...]) -> list[_Entry]:
         """Earlier alerts a rollback, revert or rule edit answers: same scope, or the edited alert."""
@@ -359,6 +389,11 @@ class Correlator:
         self._reach_by_later = {later: min(self.window, max([self.tight_window] + [gap for earlier, gap in gaps.items() if earlier != "change"]))
                                 for later, gaps in self._pair_window_by_later.items()}
         self._stamp = 0
+        self._relations_cache: dict[tuple, tuple] = {}
+        self._prepared: dict[tuple, tuple] = {}
+        self._window_lists: dict[str, list[float]] = {}
+        self._index_keys_cache: dict[tuple, tuple] = {}
+        self._link_plans: dict[str, list[tuple[tuple, tuple]]] = {}
         self._scope_shapes: dict[tuple, Scope] = {}
         self._classes: dict[tuple, Classification] = {}
         self._scopes: dict[tuple, Scope] = {}
@@ -373,6 +408,28 @@ class Correlator:
                             for pair in {(a, b) for a in self.catalog.modes for b in self.catalog.modes}}
         for decision in decisions:
             self._record_decision(decision)
+
+    def _windows_for(self, later: str) -> list[float]:
+        """Per earlier mode's number, the widest gap to `later` (tight window for unknown pairs)."""
+        found = self._window_lists.get(later)
+        if found is None or len(found) != len(_MODE_IDS):
+            gaps = self._pair_window_by_later.get(later)
+            found = [self.tight_window] * len(_MODE_IDS)
+            if gaps is not None:
+                for mode, number in _MODE_IDS.items():
+                    found[number] = gaps.get(mode, self.tight_window)
+            self._window_lists[later] = found
+        return found
+
+    def _plans_for(self, later: str) -> list[tuple[tuple, tuple]]:
+        """Per earlier mode's number: (rules earlier -> later, rules later -> earlier)."""
+        found = self._link_plans.get(later)
+        if found is None or len(found) != len(_MODE_IDS):
+            found = [((), ())] * len(_MODE_IDS)
+            for mode, number in _MODE_IDS.items():
+                found[number] = (self._rule_pairs.get((mode, later), ()), self._rule_pairs.get((later, mode), ()))
+            self._link_plans[later] = found
+        return found
 
     def _pair_windows(self) -> dict[tuple[str, str], float]:
         """Per (earlier mode, later mode), the widest gap at which anything could still link them."""
@@ -454,6 +511,29 @@ class Correlator:
     def _entry(self, alert: Alert, key: str) -> _Entry:
         labels = alert.labels
         labels_key = tuple(labels.items())
+        # Scope, lookback, classification and change kind all follow from the label set, rule
+        # URL and annotations, so an alert like one seen before reuses the lot.
+        class_key = (labels_key, alert.generator_url, tuple(alert.annotations.items()))
+        prepared = self._prepared.get(class_key)
+        if prepared is None:
+            prepared = self._prepared[class_key] = self._prepare(alert, labels_key, class_key)
+        scope, back, cls, change_kind = prepared
+        onset = as_utc(alert.starts_at) - back
+        return _Entry(
+            alert=alert,
+            key=key,
+            cls=cls,
+            change_kind=change_kind,
+            scope=scope,
+            t=_epoch(onset),
+            end_t=_end_time(alert),
+            partition=scope.cluster,
+            onset=onset,
+            excluded=key in self._excluded,
+        )
+
+    def _prepare(self, alert: Alert, labels_key: tuple, class_key: tuple) -> tuple:
+        labels = alert.labels
         scope = self._scopes.get(labels_key)
         if scope is None:
             # scope_of never reads the alert name, so label sets differing only in it share a scope.
@@ -473,24 +553,12 @@ class Correlator:
             self._lookbacks.clear()
             self._scope_shapes.clear()
             self._classes.clear()
-        onset = as_utc(alert.starts_at) - back
+            self._prepared.clear()
         # The classifier's answer depends on the alert name, labels, rule URL and annotations only.
-        class_key = (labels_key, alert.generator_url, annotations_key)
         cls = self._classes.get(class_key)
         if cls is None:
             cls = self._classes[class_key] = self.classifier.classify(alert)
-        return _Entry(
-            alert=alert,
-            key=key,
-            cls=cls,
-            change_kind=self._change_kind(alert) if cls.failure_mode == "change" else "",
-            scope=scope,
-            t=_epoch(onset),
-            end_t=_end_time(alert),
-            partition=scope.cluster,
-            onset=onset,
-            excluded=key in self._excluded,
-        )
+        return (scope, back, cls, self._change_kind(alert) if cls.failure_mode == "change" else "")
 
     def _change_kind(self, alert: Alert) -> str:
         labels = alert.labels
@@ -508,23 +576,46 @@ class Correlator:
         dt = x.t - y.t
         if dt > self._pair_window.get((y.mode, x.mode), self.tight_window):
             return False
-        rel = relations(y.scope, x.scope, y_nodes, x.nodes, y_gpus, x.gpus)
-        if y.mode == x.mode and x.cls.depth > y.cls.depth and dt <= self.reorder:
-            for rule_id, _, scope in self._rule_pairs.get((x.mode, y.mode), ()):
-                if scope & rel:
-                    x.edges.append(_edge(x, y, rule_id, -dt, _tightest(scope & rel)))
+        return self._link(y, x, y_nodes, y_gpus, dt)
+
+    def _link(self, y: _Entry, x: _Entry, y_nodes: frozenset[str], y_gpus: frozenset[str], dt: float,
+              plans: list | None = None) -> bool:
+        """link() once the pair's gap is known to be within its modes' widest gap."""
+        y_scope, x_scope = y.scope, x.scope
+        x_nodes, x_gpus = x.nodes, x.gpus
+        # relations() is a pure function of the two scopes and placements; pairs repeat a lot.
+        # The cached value holds the scopes, so their ids in the key cannot be reused.
+        rel_key = (id(y_scope), id(x_scope), y_nodes, x_nodes, y_gpus, x_gpus)
+        hit = self._relations_cache.get(rel_key)
+        if hit is None:
+            if len(self._relations_cache) > 500_000:
+                self._relations_cache.clear()
+            rel = relations(y_scope, x_scope, y_nodes, x_nodes, y_gpus, x_gpus)
+            self._relations_cache[rel_key] = (rel, y_scope, x_scope)
+        else:
+            rel = hit[0]
+        x_mode, y_mode = x.mode, y.mode
+        forward, backward = (plans or self._plans_for(x_mode))[y.mode_id]
+        if y_mode == x_mode and x.cls.depth > y.cls.depth and dt <= self.reorder:
+            for rule_id, _, scope in backward:
+                shared = scope & rel
+                if shared:
+                    x.edges.append(_edge(x, y, rule_id, -dt, _tightest(shared)))
                     return True
-        for rule_id, max_lag, scope in self._rule_pairs.get((y.mode, x.mode), ()):
-            if dt <= max_lag and (scope & rel):
-                x.edges.append(_edge(y, x, rule_id, dt, _tightest(scope & rel)))
-                return True
-        if dt <= self.slack and x.mode != y.mode:
-            for rule_id, _, scope in self._rule_pairs.get((x.mode, y.mode), ()):
-                if scope & rel:
-                    x.edges.append(_edge(x, y, rule_id, -dt, _tightest(scope & rel)))
+        for rule_id, max_lag, scope in forward:
+            if dt <= max_lag:
+                shared = scope & rel
+                if shared:
+                    x.edges.append(_edge(y, x, rule_id, dt, _tightest(shared)))
                     return True
-        if x.mode == y.mode and dt <= self.same_mode_window and (rel & self.same_mode_scope):
-            if x.mode != "other" or x.alert.alertname == y.alert.alertname:
+        if dt <= self.slack and x_mode != y_mode:
+            for rule_id, _, scope in backward:
+                shared = scope & rel
+                if shared:
+                    x.edges.append(_edge(x, y, rule_id, -dt, _tightest(shared)))
+                    return True
+        if x_mode == y_mode and dt <= self.same_mode_window and (rel & self.same_mode_scope):
+            if x_mode != "other" or x.alert.labels.get("alertname", "") == y.alert.labels.get("alertname", ""):  # Alert.alertname
                 x.links.append(y)
                 return True
         if dt <= self.tight_window and (rel & _TIGHT):
