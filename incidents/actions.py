@@ -20,8 +20,9 @@ from incidents.correlation import correlation_run
 from incidents.evidence.collect import evidence_enqueue
 from incidents.ingest.common import FieldError, parse_time
 from incidents.models import Alert, Decision, Incident, IncidentAction
+from incidents.services.integrations import ROLES
 
-ROLE_RANK = {"viewer": 0, "responder": 1, "author": 2, "admin": 3}
+ROLE_RANK = {role: rank for rank, role in enumerate(ROLES)}  # viewer < responder < author < admin
 INCIDENT_ACTIONS = (
     "acknowledge", "assign", "note", "severity", "resolve", "reopen", "mitigate", "merge", "split",
     "exclude_alert", "false_positive", "degrade", "refresh_evidence",

@@ -11,7 +11,7 @@ from incidents.models import Alert, Delivery, Incident, Integration, RootCandida
 def home_page(*, limit: int = 50) -> dict:
     return {
         "alerts": list(Alert.objects.select_related("integration").order_by("-starts_at", "-id")[:limit]),
-        "deliveries": list(Delivery.objects.select_related("integration").defer("body").order_by("-id")[:20]),
+        "deliveries": latest_deliveries(20),
         "firing_count": Alert.objects.firing().count(),
     }
 
@@ -82,7 +82,7 @@ def triage_page(*, status: str = "open", limit: int = 200) -> dict:
         "incidents": incidents,
         "status": status,
         "counts": status_counts(),
-        "deliveries": list(Delivery.objects.select_related("integration").defer("body").order_by("-id")[:8]),
+        "deliveries": latest_deliveries(8),
     }
 
 
@@ -139,3 +139,8 @@ def incidents_as_truth(*, since=None) -> dict:
 
 def occurrence_document(alert: Alert) -> dict[str, str]:
     return {"fingerprint": alert.fingerprint, "starts_at": alert.starts_at.isoformat().replace("+00:00", "Z")}
+
+
+def latest_deliveries(limit: int) -> list[Delivery]:
+    """The newest deliveries without their bodies (which can be megabytes each)."""
+    return list(Delivery.objects.select_related("integration").defer("body").order_by("-id")[:limit])

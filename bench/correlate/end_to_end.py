@@ -397,8 +397,6 @@ def run_case(args, case: str, rate: float, seconds: float, work: Path) -> dict:
     subprocess.run([py, "manage.py", "migrate", "--noinput"], cwd=ROOT, env=env, check=True, capture_output=True)
     integration = json.loads(subprocess.run([py, "manage.py", "integration", "add", "--kind", "alertmanager", "--name", "e2e",
                                              "--token", "T"], cwd=ROOT, env=env, check=True, capture_output=True, text=True).stdout)
-    api_token = subprocess.run([py, "manage.py", "api_token", "e2e", "--create-user"], cwd=ROOT, env=env, check=True,
-                               capture_output=True, text=True).stdout.strip().splitlines()[-1]
     port = args.port or freeport()
     base = f"http://127.0.0.1:{port}"
     log = work / f"serve.{case}.log"

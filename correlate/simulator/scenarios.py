@@ -561,10 +561,10 @@ def sc_march(s: Story) -> None:
         s.oom(p, t, downtime_s=100 + 20 * i)
         ooms.append(s.fire("oom_killed", p, t, t + 20 * M, inc=inc))
     s.crashloop(key_pods[0], T + 64 * M, T + 84 * M, reason="OOMKilled")
-    crash = s.fire("crashloop", key_pods[0], T + 64 * M + 10 * NS, T + 84 * M, inc=inc)
+    s.fire("crashloop", key_pods[0], T + 64 * M + 10 * NS, T + 84 * M, inc=inc)
     survivor = dep.pods[3]
-    queue = s.fire("queue", survivor, T + 61 * M, T + 92 * M, inc=inc)
-    ttft = s.fire("ttft", dep, T + 62 * M, T + 95 * M, inc=inc, pods=[survivor] + key_pods[1:])
+    s.fire("queue", survivor, T + 61 * M, T + 92 * M, inc=inc)
+    s.fire("ttft", dep, T + 62 * M, T + 95 * M, inc=inc, pods=[survivor] + key_pods[1:])
     for p in key_pods[1:]:
         s.effect("waiting", p, 15, 40, T + 66 * M, T + 90 * M, ramp_s=120)
     oncall, lead = s.person(0), s.person(1)

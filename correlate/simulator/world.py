@@ -179,7 +179,7 @@ class World:
         self.routing_key = hex_id(rng, 32)
         self.am_urls = {
             "central": rng.choice([f"https://alertmanager.{self.domain}", f"https://alerts.{self.org}-ml.net",
-                                   f"http://alertmanager.monitoring.svc:9093"]),
+                                   "http://alertmanager.monitoring.svc:9093"]),
             "edge": f"https://am-{rng.choice(['dc', 'edge', 'onprem'])}.{self.domain}",
         }
         self._used_models: set[str] = set()

@@ -1,4 +1,3 @@
-from datetime import timedelta
 
 from correlate.catalog import load_catalog
 from correlate.engine import Correlator, correlate

@@ -5,7 +5,7 @@ from pathlib import Path
 
 import pytest
 
-from correlate.scoring import (Grouping, alertmanager_anchor, grouping_from_document, keep_anchor, occurrence,
+from correlate.scoring import (alertmanager_anchor, grouping_from_document, keep_anchor, occurrence,
                                pairwise, root_top1)
 from correlate.testing import make_alert
 

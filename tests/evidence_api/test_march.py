@@ -2,7 +2,7 @@
 through `import_alerts`, actions through `import_actions`, metrics as stored evidence. T = 01:00."""
 from __future__ import annotations
 
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timezone
 
 import pytest
 
