@@ -1,12 +1,13 @@
 """HTTP interfaces: the webhook, health, metrics and pages. They only call services and render."""
 from __future__ import annotations
 
+import logging
 import time
 
 from django.conf import settings
 from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
-from django.db import DatabaseError, DataError, IntegrityError, connection
+from django.db import DatabaseError, DataError, IntegrityError, InterfaceError, OperationalError, connection
 from django.http import HttpRequest, HttpResponse, JsonResponse
 from django.contrib import messages
 from django.http import Http404
@@ -19,6 +20,8 @@ from incidents import selectors, services
 from incidents.ingest.events import routing_key_of
 from incidents.actions import ROLE_RANK, ActionError, incident_act, role_of
 from incidents.models import Delivery, Incident, Integration
+
+logger = logging.getLogger(__name__)
 
 RETRY_AFTER_STORAGE_S = 5
 MAX_RECORDED_SIZE = 2**63 - 1  # a sender may claim any Content-Length; the size column is a bigint
@@ -40,32 +43,27 @@ def webhook(request: HttpRequest, kind: str, integration_id: int) -> HttpRespons
     """Authenticate, bound the size, store the raw body durably, enqueue, answer.
 
     Alertmanager retries only 5xx, so a 4xx here is final for the sender: only bodies that are
-    truly unusable get one, and they are kept as rejected deliveries for replay."""
+    truly unusable get one, and they are kept as rejected deliveries for replay. Under gunicorn,
+    `rootline.wsgi` calls this view directly, without the middleware a webhook does not need."""
     if kind not in Integration.Kind.values:
         return json_error(404, f"unknown webhook kind {kind!r}")
     if request.method != "POST":
         return json_error(405, "webhooks take POST")
     headers = services.safe_headers(request.headers.items())
     declared = declared_length(request)
+    body = ReadOnce(request)
+    reused = db_connection_reused()
     try:
-        integration = services.integration_authenticate(integration_id=integration_id, kind=kind, token=bearer_token(request))
-        body: bytes | None = None
-        if integration is None and kind == Integration.Kind.EVENTS and declared <= settings.MAX_BODY:
-            body = request.read(settings.MAX_BODY + 1)
-            integration = services.integration_authenticate(
-                integration_id=integration_id, kind=kind, token=routing_key_of(body) or ""
-            )
-        if integration is None:
-            return json_error(401, "missing or wrong token: send 'Authorization: Bearer <token>' of this integration")
-        if declared > settings.MAX_BODY:
-            return too_large(integration, declared, headers)
-        if body is None:
-            body = request.read(settings.MAX_BODY + 1)
-        if len(body) > settings.MAX_BODY:
-            return too_large(integration, len(body), headers)
-        receipt = services.delivery_receive(
-            integration=integration, body=body, headers=headers, admit=rate_limiter(integration)
-        )
+        try:
+            return webhook_receive(request, kind, integration_id, headers, declared, body)
+        except (OperationalError, InterfaceError):
+            # A persistent connection the server dropped since its last use (a restart, an idle
+            # timeout): once, on a fresh connection. Storing is idempotent (the body digest).
+            if not reused or connection.in_atomic_block:
+                raise
+            logger.warning("webhook: database connection lost; retrying once on a new one", exc_info=True)
+            connection.close()
+            return webhook_receive(request, kind, integration_id, headers, declared, body)
     except (DataError, IntegrityError) as exc:
         # A value the parsers let through but the database refuses: retrying cannot help.
         return json_error(400, f"body: a value could not be stored ({exc.__class__.__name__}); nothing was stored")
@@ -73,10 +71,45 @@ def webhook(request: HttpRequest, kind: str, integration_id: int) -> HttpRespons
         response = json_error(503, "storage unavailable; nothing was stored, send again")
         response["Retry-After"] = str(RETRY_AFTER_STORAGE_S)
         return response
+
+
+def webhook_receive(
+    request: HttpRequest, kind: str, integration_id: int, headers: dict[str, str], declared: int, body: "ReadOnce"
+) -> HttpResponse:
+    integration = services.integration_authenticate(integration_id=integration_id, kind=kind, token=bearer_token(request))
+    if integration is None and kind == Integration.Kind.EVENTS and declared <= settings.MAX_BODY:
+        integration = services.integration_authenticate(
+            integration_id=integration_id, kind=kind, token=routing_key_of(body.read()) or ""
+        )
+    if integration is None:
+        return json_error(401, "missing or wrong token: send 'Authorization: Bearer <token>' of this integration")
+    if declared > settings.MAX_BODY:
+        return too_large(integration, declared, headers)
+    data = body.read()
+    if len(data) > settings.MAX_BODY:
+        return too_large(integration, len(data), headers)
+    receipt = services.delivery_receive(integration=integration, body=data, headers=headers, admit=rate_limiter(integration))
     response = JsonResponse(receipt.body, status=receipt.status_code)
     if receipt.retry_after:
         response["Retry-After"] = str(receipt.retry_after)
     return response
+
+
+class ReadOnce:
+    """The request body, read at most once (at most the limit + 1 bytes) however often asked."""
+
+    def __init__(self, request: HttpRequest) -> None:
+        self.request = request
+        self.data: bytes | None = None
+
+    def read(self) -> bytes:
+        if self.data is None:
+            self.data = self.request.read(settings.MAX_BODY + 1)
+        return self.data
+
+
+def db_connection_reused() -> bool:
+    return connection.connection is not None
 
 
 def declared_length(request: HttpRequest) -> int:

@@ -193,6 +193,10 @@ CELERY_BEAT_SCHEDULE = {
 ROOTLINE_INGEST_DRAIN = env_flag(
     "ROOTLINE_INGEST_DRAIN", bool(CELERY_BROKER_URL and CELERY_BROKER_URL.startswith("redis"))
 )
+# A webhook remembers the integration that authenticated it for this long (per web process), so
+# it needs no query for it; a disabled integration or a replaced token stops being accepted within
+# this many seconds. 0: look it up on every request.
+ROOTLINE_INTEGRATION_CACHE_SECONDS = float(os.environ.get("ROOTLINE_INTEGRATION_CACHE_SECONDS", "2") or 2)
 
 if CELERY_BROKER_URL and CELERY_BROKER_URL.startswith("redis"):
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CELERY_BROKER_URL}}

@@ -1,11 +1,16 @@
 """Integrations (who may send alerts) and API tokens (who may read and act)."""
 from __future__ import annotations
 
+import hmac
 import secrets
+import threading
+import time
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import IntegrityError, connections, router
+from django.db.models.signals import post_delete, post_save
 from rest_framework.authtoken.models import Token
 
 from incidents.models import Integration, token_digest
@@ -34,12 +39,60 @@ def integration_add(*, kind: str, name: str, token: str | None = None, rate_limi
 
 
 def integration_authenticate(*, integration_id: int, kind: str, token: str) -> Integration | None:
+    """The active integration `integration_id` of this kind if `token` is its token, else None.
+
+    An integration that matched is remembered in this process for
+    `ROOTLINE_INTEGRATION_CACHE_SECONDS` (2 s): the webhook then needs no query to authenticate.
+    The token is still compared in constant time on every request, and a token that does not
+    match what is remembered is checked against the database, so a new token works at once;
+    a disabled or deleted integration, or a replaced token, stops being accepted within that
+    time (at once in the process that saved the change)."""
     if not token:
         return None
+    digest = token_digest(token)
+    remembered = INTEGRATIONS.get(integration_id, kind)
+    if remembered is not None and hmac.compare_digest(remembered.token_digest, digest):
+        return remembered
     integration = integration_active(integration_id, kind)
-    if integration is None or not integration.token_matches(token):
+    if integration is None or not hmac.compare_digest(integration.token_digest, digest):
         return None
+    INTEGRATIONS.put(integration)
     return integration
+
+
+class IntegrationCache:
+    """Integrations that authenticated a webhook lately, per process, for a few seconds."""
+
+    MAX_ENTRIES = 1024
+
+    def __init__(self) -> None:
+        self.entries: dict[tuple[int, str], tuple[float, Integration]] = {}
+        self.lock = threading.Lock()
+
+    def get(self, integration_id: int, kind: str) -> Integration | None:
+        entry = self.entries.get((integration_id, kind))
+        if entry is None or entry[0] < time.monotonic():
+            return None
+        return entry[1]
+
+    def put(self, integration: Integration) -> None:
+        ttl = settings.ROOTLINE_INTEGRATION_CACHE_SECONDS
+        if ttl <= 0:
+            return
+        with self.lock:
+            if len(self.entries) >= self.MAX_ENTRIES:
+                self.entries.clear()
+            self.entries[(integration.pk, integration.kind)] = (time.monotonic() + ttl, integration)
+
+    def clear(self, **_: object) -> None:
+        with self.lock:
+            self.entries.clear()
+
+
+INTEGRATIONS = IntegrationCache()
+# A change saved in this process (admin, management commands, tests) applies at once here.
+post_save.connect(INTEGRATIONS.clear, sender=Integration, dispatch_uid="rootline-integration-cache-save")
+post_delete.connect(INTEGRATIONS.clear, sender=Integration, dispatch_uid="rootline-integration-cache-delete")
 
 
 def integration_active(integration_id: int, kind: str) -> Integration | None:
