@@ -119,9 +119,12 @@ class _Partition:
     def _first_touched(self, pod: str, kind: str, value: str, since: float) -> int:
         """Earliest processed alert from `since` on the pod, the node/GPU, or the pods on it.
 
-        Only those can see a new pod->node/GPU link, so the replay starts there, not at `since`.
+        Only those can see a new pod->node/GPU link, so the replay starts there, not at `since`;
+        and none needs a replay when the link changes no outcome (see `_link_changes_nothing`).
         """
         first = len(self.entries)
+        if self._link_changes_nothing(pod, kind, value, since):
+            return first
         buckets = [("pod", pod), (kind, value)] + [("pod", other) for other in self.topology.pods_on(kind, value, float("inf"))]
         for index_key in buckets:
             bucket = self.index.get(index_key)
@@ -130,6 +133,44 @@ class _Partition:
                 if at < len(bucket):
                     first = min(first, bisect.bisect_left(self.sort_keys, bucket[at].sort_key))
         return first
+
+    def _link_changes_nothing(self, pod: str, kind: str, value: str, valid_from: float) -> bool:
+        """Whether a new pod->node/GPU link leaves every processed outcome as it was.
+
+        It does when every alert of the pod that a later alert can still reach names that
+        node/GPU itself (their placements stay the same, and they already sit in its bucket), or
+        when nothing else is on that node/GPU and, for the catalog, being on one node/GPU adds
+        nothing to being on one pod (the pod's alerts only gain a relation to each other); their
+        stored placements are then brought up to date as a replay would.
+        """
+        since = valid_from - self.engine.window
+        if any(change.t >= since for change in self.changes):
+            return False
+        bucket = self.index.get(("pod", pod), ())
+        lacking = False
+        namespaces = set()
+        for entry in reversed(bucket):
+            if entry.t < since:
+                break
+            namespaces.add(entry.scope.namespace)
+            if (entry.scope.node != value) if kind == "node" else (value not in entry.scope.gpus):
+                lacking = True
+        if not lacking:
+            return True
+        if kind not in self.engine._implied_by_same_pod or len(namespaces - {""}) > 1:
+            return False
+        if any(other != pod for other in self.topology.pods_on(kind, value, float("inf"))):
+            return False
+        for entry in reversed(self.index.get((kind, value), ())):
+            if entry.t < since:
+                break
+            if entry.scope.pod != pod:
+                return False
+        for entry in reversed(bucket):
+            if entry.t < valid_from:
+                break
+            entry.nodes, entry.gpus = self.topology.nodes(entry.scope, entry.t), self.topology.gpus(entry.scope, entry.t)
+        return True
 
     def signature(self, entry: _Entry) -> tuple:
         """Enough of an entry's incident to tell whether a replay changed it."""
@@ -388,6 +429,7 @@ class Correlator:
             self._pair_window_by_later.setdefault(later, {})[earlier] = gap
         self._reach_by_later = {later: min(self.window, max([self.tight_window] + [gap for earlier, gap in gaps.items() if earlier != "change"]))
                                 for later, gaps in self._pair_window_by_later.items()}
+        self._implied_by_same_pod = self._kinds_implied_by_same_pod()
         self._stamp = 0
         self._relations_cache: dict[tuple, tuple] = {}
         self._prepared: dict[tuple, tuple] = {}
@@ -408,6 +450,13 @@ class Correlator:
                             for pair in {(a, b) for a in self.catalog.modes for b in self.catalog.modes}}
         for decision in decisions:
             self._record_decision(decision)
+
+    def _kinds_implied_by_same_pod(self) -> frozenset[str]:
+        """"node"/"gpu" when every scope naming same_node/same_gpu also names same_pod."""
+        scopes = [rule.scope for rule in self.catalog.rules] + [self.same_mode_scope, _TIGHT]
+        relation_of = {"node": "same_node", "gpu": "same_gpu"}
+        return frozenset(kind for kind, relation in relation_of.items()
+                         if all("same_pod" in scope for scope in scopes if relation in scope))
 
     def _windows_for(self, later: str) -> list[float]:
         """Per earlier mode's number, the widest gap to `later` (tight window for unknown pairs)."""
