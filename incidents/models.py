@@ -137,6 +137,8 @@ class Alert(models.Model):
             models.Index(fields=["starts_at"], name="alert_starts_idx"),
             models.Index(fields=["fingerprint", "status"], name="alert_fp_status_idx"),
             models.Index(fields=["correlation_key", "starts_at"], name="alert_key_starts_idx"),
+            # What the next correlation run of a key takes: small, whatever the key's history.
+            models.Index(fields=["correlation_key", "starts_at"], condition=Q(correlated=False), name="alert_uncorrelated_idx"),
         ]
 
     @property
@@ -250,6 +252,9 @@ class IncidentEdge(models.Model):
     lag_seconds = models.FloatField()
     relation = models.CharField(max_length=60, blank=True, default="")
 
+    class Meta:
+        ordering = ["cause_id", "effect_id", "rule"]
+
 
 class RootCandidate(models.Model):
     incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="root_candidates")
@@ -301,9 +306,12 @@ class Decision(models.Model):
 
 class CorrelationLock(models.Model):
     """One row per correlation key, locked while that key is correlated (the SQLite stand-in
-    for PostgreSQL's advisory lock; PostgreSQL locks the row too, harmlessly)."""
+    for PostgreSQL's advisory lock; PostgreSQL locks the row too, harmlessly). Each run writes a
+    fresh `run_token`: a worker that kept the key's state from its own last run knows that state
+    is still current when it finds its own token there (see `incidents.correlation.state`)."""
 
     key = models.CharField(max_length=255, unique=True)
+    run_token = models.CharField(max_length=32, blank=True, default="")
 
 
 class EvidenceSeries(models.Model):

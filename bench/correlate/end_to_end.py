@@ -366,6 +366,7 @@ def poller(dsn: str, out: Deliveries, interval: float, done: threading.Event, de
 
 
 CELERY_DONE = re.compile(r"incidents\.(correlate_key|process_pending_deliveries|process_delivery)\[[^\]]+\] succeeded in ([0-9.]+)s")
+RUN_PATH = re.compile(r"correlated \S* from the (kept state|window \([^)]*\))")
 
 
 def task_times(log: Path) -> dict:
@@ -374,7 +375,10 @@ def task_times(log: Path) -> dict:
         m = CELERY_DONE.search(line)
         if m:
             runs.setdefault(m.group(1), []).append(float(m.group(2)))
-    out = {}
+    paths = {}
+    for m in RUN_PATH.finditer(log.read_text(errors="replace")):
+        paths[m.group(1)] = paths.get(m.group(1), 0) + 1
+    out = {"correlation_paths": paths} if paths else {}
     for name, values in runs.items():
         v = sorted(values)
         out[name] = {"runs": len(v), "total_s": round(sum(v), 1), "p50_s": round(pct(v, 0.5), 3),

@@ -1,35 +1,14 @@
-"""Correlation inside the app: stored alerts in, the pure engine in the middle, incidents out.
-
-Work is serialised per correlation key (the cluster): a PostgreSQL advisory lock, or a locked
-row on SQLite, so several workers can run without duplicating incidents. Each run recomputes a
-key's recent window from stored alerts and human decisions, then writes only what changed, so a
-run is safe to repeat and the same alerts give the same incidents whatever order they came in.
-"""
+"""Writing a correlation run's result: incidents, their chains and root candidates, and the
+alerts' incident and classification, touching only what changed so that a repeated run writes
+nothing. Stored incident ids stay stable across runs (see `assign_identities`)."""
 from __future__ import annotations
 
-import logging
-import zlib
 from collections import Counter, defaultdict
-from collections.abc import Iterable
-from datetime import datetime, timedelta
 
-from django.conf import settings
-from django.core.cache import cache
-from django.db import connection, transaction
-from django.db.models import Min
+from django.db import connection
 
-from correlate import engine as correlation_engine
-from correlate.catalog import Catalog
-from correlate.events import Alert as EngineAlert
-from correlate.results import Decision as EngineDecision
-from correlate.results import Exclude, FalsePositive, Merge, Split
 from correlate.results import Incident as EngineIncident
-from correlate.topology import CLUSTER_KEYS
-from incidents.catalog import catalog
-from incidents.evidence.collect import evidence_enqueue_for_changes
-from incidents.models import Alert, CorrelationLock, Decision, Incident, IncidentEdge, RootCandidate
-
-logger = logging.getLogger(__name__)
+from incidents.models import Alert, Incident, IncidentEdge, RootCandidate
 
 SEVERITY_WORDS = {
     "critical": "critical", "page": "critical", "error": "critical", "high": "critical", "p1": "critical", "sev1": "critical",
@@ -38,121 +17,6 @@ SEVERITY_WORDS = {
 }
 SEVERITY_ORDER = ("info", "warning", "critical")
 ALERT_SYNC_FIELDS = ("incident_id", "layer", "failure_mode", "classified_by", "onset", "false_positive")
-
-
-def correlation_key_of(labels: dict[str, str]) -> str:
-    for name in CLUSTER_KEYS:
-        value = labels.get(name)
-        if value:
-            return value[:255]
-    return ""
-
-
-def lookback(current: Catalog) -> timedelta:
-    """How far back a new alert can link: the longest causal lag or grouping window, plus slack.
-    Older alerts come in only through the incidents these belong to."""
-    settings_ = current.settings
-    return max(current.max_rule_lag, settings_.same_mode_window, settings_.tight_scope_window) + settings_.onset_slack
-
-
-# Enqueueing ------------------------------------------------------------------------------
-
-
-def correlation_enqueue(keys: Iterable[str]) -> None:
-    """One pending run per key is enough: a run recomputes the key's whole window, so a storm of
-    deliveries collapses into a few runs instead of one per delivery.
-
-    The flag is taken only once the caller's transaction has committed. Taken before, a run
-    already queued for the key could start, clear the flag and read its window while these
-    alerts were still uncommitted, and no run would follow for them (nor, for a transaction
-    that rolled back, for anything else of the key until the flag expired)."""
-    keys = sorted(set(keys))
-    if keys:
-        transaction.on_commit(lambda: correlation_enqueue_now(keys), robust=True)
-
-
-def correlation_enqueue_now(keys: list[str]) -> None:
-    from incidents.tasks import correlate_key
-
-    for key in keys:
-        if settings.CELERY_TASK_ALWAYS_EAGER or cache.add(pending_flag(key), 1, timeout=60):
-            correlate_key.delay(key)
-
-
-def pending_flag(key: str) -> str:
-    return f"rootline:correlate-pending:{zlib.crc32(key.encode())}:{key[:100]}"
-
-
-# Running ---------------------------------------------------------------------------------
-
-
-def correlation_run(*, key: str, since: datetime | None = None) -> list[int]:
-    """Correlate one key's window and persist it; returns the ids of incidents it touched."""
-    cache.delete(pending_flag(key))
-    current = catalog()
-    with transaction.atomic():
-        lock_key(key)
-        rows = window_alerts(key, since=since, span=lookback(current))
-        if not rows:
-            return []
-        decisions = Decision.objects.filter(correlation_key=key)
-        result = correlation_engine.correlate(
-            [engine_alert(row) for row in rows], [engine_decision(d) for d in decisions], current
-        )
-        touched = incidents_sync(key=key, rows=rows, result=result)
-        evidence_enqueue_for_changes(touched)  # an incident that opened, grew or resolved needs its metrics again
-        return touched
-
-
-def lock_key(key: str) -> None:
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [4242, zlib.crc32(key.encode()) - 2**31])
-        return
-    CorrelationLock.objects.get_or_create(key=key)
-    CorrelationLock.objects.select_for_update().filter(key=key).update(key=key)
-
-
-def window_alerts(key: str, *, since: datetime | None, span: timedelta) -> list[Alert]:
-    """The alerts a run must see: everything new (not yet correlated) and what it can join, that
-    is alerts starting within `span` before the earliest new one, and every alert of an incident
-    any of those belongs to (so an incident is never seen in part)."""
-    alerts = Alert.objects.filter(correlation_key=key)
-    if since is None:
-        earliest_new = alerts.filter(correlated=False).aggregate(first=Min("starts_at"))["first"]
-        if earliest_new is None:
-            return []
-        since = earliest_new - span
-    rows = {row.pk: row for row in alerts.filter(starts_at__gte=since)}
-    incident_ids = {row.incident_id for row in rows.values() if row.incident_id}
-    if incident_ids:
-        for row in alerts.filter(incident_id__in=incident_ids).exclude(pk__in=list(rows)):
-            rows[row.pk] = row
-    return sorted(rows.values(), key=lambda row: (row.starts_at, row.pk))
-
-
-def engine_alert(row: Alert) -> EngineAlert:
-    labels = dict(row.labels)
-    if row.kind == Alert.Kind.CHANGE:
-        labels.update({"failure_mode": "change", "layer": "process"})
-    return EngineAlert(
-        fingerprint=row.fingerprint, starts_at=row.starts_at, labels=labels, annotations=row.annotations,
-        ends_at=row.ends_at, status=row.status, generator_url=row.generator_url,
-    )
-
-
-def engine_decision(decision: Decision) -> EngineDecision:
-    keys = tuple(decision.alert_keys)
-    if decision.kind == Decision.Kind.MERGE:
-        return Merge(keys)
-    if decision.kind == Decision.Kind.SPLIT:
-        return Split(keys)
-    if decision.kind == Decision.Kind.EXCLUDE:
-        return Exclude(keys[0])
-    return FalsePositive(keys[0])
-
-
-# Persisting ------------------------------------------------------------------------------
 
 
 def incidents_sync(*, key: str, rows: list[Alert], result: list[EngineIncident]) -> list[int]:
@@ -188,7 +52,7 @@ class StoredDetails:
         edges: dict[int, list[tuple]] = defaultdict(list)
         candidates: dict[int, list[tuple]] = defaultdict(list)
         for incident_id, *edge in IncidentEdge.objects.filter(incident_id__in=incident_ids).values_list(
-            "incident_id", "cause_id", "effect_id", "rule", "lag_seconds", "relation"
+            "incident_id", "id", "cause_id", "effect_id", "rule", "lag_seconds", "relation"
         ):
             edges[incident_id].append(tuple(edge))
         for incident_id, *candidate in RootCandidate.objects.filter(incident_id__in=incident_ids).values_list(
@@ -294,18 +158,30 @@ def status_from_alerts(incident: Incident, members: list[Alert]) -> dict:
 
 
 def edges_write(incident: Incident, engine_incident: EngineIncident, by_key: dict[str, Alert], stored: list[tuple]) -> bool:
-    wanted = sorted(
+    """Delete the stored edges the engine no longer gives and insert the new ones (`stored` rows
+    are `(id, cause, effect, rule, lag, relation)`): a growing incident keeps its old edges rather
+    than rewriting them all on every run."""
+    wanted = {
         (by_key[e.cause].pk, by_key[e.effect].pk, e.rule, round(e.lag_seconds, 3), e.relation)
         for e in engine_incident.edges if e.cause in by_key and e.effect in by_key
-    )
-    if sorted(stored) == wanted:
-        return False
-    incident.edges.all().delete()
-    IncidentEdge.objects.bulk_create(
-        IncidentEdge(incident=incident, cause_id=c, effect_id=e, rule=rule, lag_seconds=lag, relation=relation)
-        for c, e, rule, lag, relation in wanted
-    )
-    return True
+    }
+    kept: set[tuple] = set()
+    gone = []
+    for edge_id, *edge in stored:
+        edge = tuple(edge)
+        if edge in wanted and edge not in kept:
+            kept.add(edge)
+        else:
+            gone.append(edge_id)
+    new = sorted(wanted - kept)
+    if gone:
+        IncidentEdge.objects.filter(pk__in=gone).delete()
+    if new:
+        IncidentEdge.objects.bulk_create(
+            IncidentEdge(incident=incident, cause_id=c, effect_id=e, rule=rule, lag_seconds=lag, relation=relation)
+            for c, e, rule, lag, relation in new
+        )
+    return bool(gone or new)
 
 
 def candidates_write(incident: Incident, engine_incident: EngineIncident, by_key: dict[str, Alert], stored: list[tuple]) -> bool:
@@ -389,13 +265,3 @@ def retire_emptied(previous: dict[int, set[int]], assigned: dict[str, Incident],
                 incident.save(update_fields=["merged_into", "updated_at"])
         else:
             Incident.objects.filter(pk=incident_id).delete()
-
-
-def correlation_rebuild(*, since: datetime) -> dict[str, int]:
-    """Batch correlation of everything since `since`, key by key, through the same run as the
-    incremental path, so both give the same incidents for the same alerts."""
-    keys = sorted(set(Alert.objects.filter(starts_at__gte=since).values_list("correlation_key", flat=True)))
-    touched = 0
-    for key in keys:
-        touched += len(correlation_run(key=key, since=since))
-    return {"keys": len(keys), "incidents": touched}

@@ -1,0 +1,210 @@
+"""Correlation runs: stored alerts in, the pure engine in the middle, incidents out.
+
+Work is serialised per correlation key (the cluster): a PostgreSQL advisory lock, or a locked
+row on SQLite, so several workers can run without duplicating incidents. A run takes the key's
+alerts not yet correlated and either feeds them to the engine state this process kept from its
+last run of the key (`state.py` says when that is safe) or recomputes the key's recent window
+from stored alerts and human decisions. Either way it writes only what changed, so a run is safe
+to repeat and the same alerts give the same incidents whatever order they came in.
+"""
+from __future__ import annotations
+
+import gc
+import logging
+import time
+import uuid
+import zlib
+from contextlib import contextmanager
+from datetime import datetime, timedelta
+
+from django.core.cache import cache
+from django.db import connection, transaction
+from django.db.models import Min
+
+from correlate.catalog import Catalog
+from correlate.engine import Correlator
+from correlate.events import Alert as EngineAlert
+from correlate.results import Decision as EngineDecision
+from correlate.results import Exclude, FalsePositive, Merge, Split
+from incidents.catalog import catalog
+from incidents.correlation.enqueue import pending_flag
+from incidents.correlation.keys import lookback
+from incidents.correlation.state import KEPT, KeyState
+from incidents.correlation.sync import incidents_sync
+from incidents.evidence.collect import evidence_enqueue_for_changes
+from incidents.models import Alert, CorrelationLock, Decision, Incident
+
+logger = logging.getLogger(__name__)
+
+
+def correlation_run(*, key: str, since: datetime | None = None) -> list[int]:
+    """Correlate one key's new alerts and persist the result; returns the ids of incidents it touched.
+    With `since`, recompute everything of the key from then on (the batch path)."""
+    cache.delete(pending_flag(key))
+    started = time.perf_counter()
+    current = catalog()
+    kept = KEPT.take(key)
+    with transaction.atomic():
+        previous_token, token = lock_key(key)
+        reason = "a batch run" if since is not None else stale_reason(kept, previous_token, current)
+        touched, state = (None, None)
+        if reason is None:
+            touched, state, reason = delta_run(key, kept, current)
+        if state is None:
+            touched, state = window_run(key, since, current)
+        evidence_enqueue_for_changes(touched)  # an incident that opened, grew or resolved needs its metrics again
+    path = f"window ({reason})" if reason else "kept state"
+    logger.info("correlated %s from the %s: %d incidents written, %d alerts held, %.1f ms", key, path, len(touched),
+                len(state.rows) if state else 0, (time.perf_counter() - started) * 1000)
+    if state is not None:
+        # Kept at once, even inside a caller's transaction: should that roll back, the key's
+        # stored token goes back with it and the next run rebuilds instead of using this state.
+        state.token = token
+        KEPT.keep(key, state)
+    return touched
+
+
+def stale_reason(state: KeyState | None, previous_token: str, current: Catalog) -> str | None:
+    """Why the kept state cannot be used, or None when it can."""
+    if state is None:
+        return "no state kept"
+    if state.token != previous_token:
+        return "the key ran elsewhere since"
+    if state.catalog is not current:
+        return "the catalog changed"
+    return None
+
+
+def lock_key(key: str) -> tuple[str, str]:
+    """Serialise runs of `key` until the transaction ends; returns the run token the previous run
+    left and the one this run leaves."""
+    token = uuid.uuid4().hex
+    table = connection.ops.quote_name(CorrelationLock._meta.db_table)
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [4242, zlib.crc32(key.encode()) - 2**31])
+            cursor.execute(
+                f"WITH previous AS (SELECT run_token FROM {table} WHERE key = %s), "
+                f"stored AS (INSERT INTO {table} (key, run_token) VALUES (%s, %s) "
+                f"ON CONFLICT (key) DO UPDATE SET run_token = EXCLUDED.run_token) "
+                f"SELECT run_token FROM previous",
+                [key, key, token],
+            )
+            found = cursor.fetchone()
+        return (found[0] if found else ""), token
+    CorrelationLock.objects.get_or_create(key=key)
+    previous = CorrelationLock.objects.select_for_update().get(key=key).run_token
+    CorrelationLock.objects.filter(key=key).update(run_token=token)
+    return previous, token
+
+
+def delta_run(key: str, state: KeyState, current: Catalog) -> tuple[list[int] | None, KeyState | None, str | None]:
+    """Feed the kept state the key's uncorrelated alerts: (touched, state, None), or
+    (None, None, why) when the state must be rebuilt instead."""
+    if decision_ids(key) != state.decisions:
+        return None, None, "a human decision"
+    fresh = list(Alert.objects.filter(correlation_key=key, correlated=False).order_by("starts_at", "pk"))
+    if not fresh:
+        return [], state, None
+    if not state.can_take(fresh[0].starts_at, lookback(current)):
+        return None, None, "new alerts outside the state's window"
+    changed = state.add(fresh, [engine_alert(row) for row in fresh])
+    result, rows = state.affected(changed, fresh)
+    if not still_stored(rows):
+        return None, None, "alerts or incidents deleted"
+    before = {row.key: row.incident_id for row in rows}
+    touched = incidents_sync(key=key, rows=rows, result=result)
+    state.note_moves(rows, before)
+    return touched, state, None
+
+
+def still_stored(rows: list[Alert]) -> bool:
+    """The rows and incidents a delta run is about to write are all still in the database: alerts
+    or incidents deleted by hand (the admin, a shell) make the kept state stale."""
+    alert_ids = [row.pk for row in rows]
+    incident_ids = {row.incident_id for row in rows if row.incident_id}
+    return (Alert.objects.filter(pk__in=alert_ids).count() == len(alert_ids)
+            and Incident.objects.filter(pk__in=incident_ids).count() == len(incident_ids))
+
+
+def window_run(key: str, since: datetime | None, current: Catalog) -> tuple[list[int], KeyState | None]:
+    """Recompute the key's window from the database; the engine state it builds is kept."""
+    since, rows = window_alerts(key, since=since, span=lookback(current))
+    if not rows:
+        return [], None
+    decisions = list(Decision.objects.filter(correlation_key=key))
+    correlator = Correlator(current, [engine_decision(d) for d in decisions])
+    with gc_paused():
+        result = correlator.add_many([engine_alert(row) for row in rows])
+    state = KeyState.from_window(correlator, current, since, tuple(d.pk for d in decisions), rows)
+    before = {row.key: row.incident_id for row in rows}
+    touched = incidents_sync(key=key, rows=rows, result=result)
+    state.note_moves(rows, before)
+    return touched, state
+
+
+def decision_ids(key: str) -> tuple[int, ...]:
+    return tuple(Decision.objects.filter(correlation_key=key).values_list("pk", flat=True))
+
+
+@contextmanager
+def gc_paused():
+    """A window builds many long-lived objects and no garbage cycles worth a full collection
+    (as `correlate.engine.correlate` does for a batch)."""
+    enabled = gc.isenabled()
+    gc.disable()
+    try:
+        yield
+    finally:
+        if enabled:
+            gc.enable()
+
+
+def window_alerts(key: str, *, since: datetime | None, span: timedelta) -> tuple[datetime | None, list[Alert]]:
+    """The alerts a window run must see, and where the window starts: everything new (not yet
+    correlated) and what it can join, that is alerts starting within `span` before the earliest
+    new one, and every alert of an incident any of those belongs to (so an incident is never
+    seen in part)."""
+    alerts = Alert.objects.filter(correlation_key=key)
+    if since is None:
+        earliest_new = alerts.filter(correlated=False).aggregate(first=Min("starts_at"))["first"]
+        if earliest_new is None:
+            return None, []
+        since = earliest_new - span
+    rows = {row.pk: row for row in alerts.filter(starts_at__gte=since)}
+    incident_ids = {row.incident_id for row in rows.values() if row.incident_id}
+    if incident_ids:
+        for row in alerts.filter(incident_id__in=incident_ids).exclude(pk__in=list(rows)):
+            rows[row.pk] = row
+    return since, sorted(rows.values(), key=lambda row: (row.starts_at, row.pk))
+
+
+def engine_alert(row: Alert) -> EngineAlert:
+    labels = dict(row.labels)
+    if row.kind == Alert.Kind.CHANGE:
+        labels.update({"failure_mode": "change", "layer": "process"})
+    return EngineAlert(
+        fingerprint=row.fingerprint, starts_at=row.starts_at, labels=labels, annotations=row.annotations,
+        ends_at=row.ends_at, status=row.status, generator_url=row.generator_url,
+    )
+
+
+def engine_decision(decision: Decision) -> EngineDecision:
+    keys = tuple(decision.alert_keys)
+    if decision.kind == Decision.Kind.MERGE:
+        return Merge(keys)
+    if decision.kind == Decision.Kind.SPLIT:
+        return Split(keys)
+    if decision.kind == Decision.Kind.EXCLUDE:
+        return Exclude(keys[0])
+    return FalsePositive(keys[0])
+
+
+def correlation_rebuild(*, since: datetime) -> dict[str, int]:
+    """Batch correlation of everything since `since`, key by key, through the same run as the
+    incremental path, so both give the same incidents for the same alerts."""
+    keys = sorted(set(Alert.objects.filter(starts_at__gte=since).values_list("correlation_key", flat=True)))
+    touched = 0
+    for key in keys:
+        touched += len(correlation_run(key=key, since=since))
+    return {"keys": len(keys), "incidents": touched}

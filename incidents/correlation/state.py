@@ -1,0 +1,133 @@
+"""What a process keeps of a correlation key between runs, so that a run feeds the engine only the
+alerts that are new and writes only the incidents they change.
+
+A key's state is the engine's `Correlator` after the last run in this process, the alert rows it
+holds and which stored incident each belongs to. It is used again only when nothing else can have
+changed the key since: the key's `CorrelationLock.run_token` is still the one this process wrote
+(no run in another process or a transaction that rolled back), the key's human decisions are the
+same, the catalog is the same object, and no new alert starts so early that it could link to an
+alert older than the state's window. Otherwise the run rebuilds the state from the database
+window, as every run did before states were kept; both paths give the same incidents
+(tests/incidents/test_correlation_state.py).
+
+A state is taken out of the process-wide table for the length of a run and put back only after
+the run's transaction has committed, so an error, a rollback or two threads on one key can never
+leave a state that disagrees with the database.
+"""
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict, defaultdict
+from dataclasses import dataclass, field
+from datetime import datetime, timedelta
+
+from correlate.catalog import Catalog
+from correlate.engine import Correlator
+from correlate.results import Incident as EngineIncident
+from incidents.models import Alert
+
+MAX_KEPT_KEYS = 256
+
+
+@dataclass(eq=False)
+class KeyState:
+    correlator: Correlator
+    catalog: Catalog
+    since: datetime  # the correlator holds every alert of the key from here on (and whole incidents)
+    decisions: tuple[int, ...]
+    rows: dict[str, Alert]  # by occurrence key: every alert the correlator holds
+    members: dict[int, set[str]] = field(default_factory=lambda: defaultdict(set))  # stored incident -> alert keys
+    token: str = ""
+
+    @classmethod
+    def from_window(cls, correlator: Correlator, catalog: Catalog, since: datetime, decisions: tuple[int, ...],
+                    rows: list[Alert]) -> "KeyState":
+        state = cls(correlator, catalog, since, decisions, {row.key: row for row in rows})
+        for row in rows:
+            if row.incident_id:
+                state.members[row.incident_id].add(row.key)
+        return state
+
+    def can_take(self, earliest_new: datetime, span: timedelta) -> bool:
+        """New alerts can link only `span` back; the state must reach that far, and is rebuilt
+        once it reaches more than one span further (so a long-lived state sheds old alerts)."""
+        reach = earliest_new - span
+        return self.since <= reach <= self.since + span
+
+    def add(self, fresh: list[Alert], engine_alerts: list) -> list[EngineIncident]:
+        for row in fresh:
+            self.rows[row.key] = row
+        return self.correlator.add_many(engine_alerts)
+
+    def affected(self, changed: list[EngineIncident], fresh: list[Alert]) -> tuple[list[EngineIncident], list[Alert]]:
+        """The incidents and rows a sync must see so that writing them alone is the same as writing
+        the whole window: every stored incident any of them belongs to comes in whole, and with
+        it the engine incident of each of its alerts (an incident the engine split or emptied)."""
+        incidents = {incident.id: incident for incident in changed}
+        in_result = {member.key for incident in changed for member in incident.members}
+        seen: set[str] = set()
+        stored_seen: set[int] = set()
+        pending = list(in_result) + [row.key for row in fresh]
+        while pending:
+            key = pending.pop()
+            if key in seen:
+                continue
+            seen.add(key)
+            row = self.rows.get(key)
+            if row is not None and row.incident_id and row.incident_id not in stored_seen:
+                stored_seen.add(row.incident_id)
+                pending.extend(self.members.get(row.incident_id, ()))
+            if key not in in_result:
+                incident = self.correlator.incident_of(key)
+                if incident is not None and incident.id not in incidents:
+                    incidents[incident.id] = incident
+                    for member in incident.members:
+                        in_result.add(member.key)
+                        pending.append(member.key)
+        rows = sorted((self.rows[key] for key in seen if key in self.rows), key=lambda row: (row.starts_at, row.pk))
+        return list(incidents.values()), rows
+
+    def note_moves(self, rows: list[Alert], before: dict[str, int | None]) -> None:
+        """Follow the rows a sync moved from one stored incident to another."""
+        for row in rows:
+            old = before.get(row.key)
+            if old == row.incident_id:
+                continue
+            if old:
+                keys = self.members.get(old)
+                if keys is not None:
+                    keys.discard(row.key)
+                    if not keys:
+                        del self.members[old]
+            if row.incident_id:
+                self.members[row.incident_id].add(row.key)
+
+
+class KeptStates:
+    """The process's states, at most `limit` keys, least recently used dropped first."""
+
+    def __init__(self, limit: int = MAX_KEPT_KEYS) -> None:
+        self.limit = limit
+        self._states: OrderedDict[str, KeyState] = OrderedDict()
+        self._lock = threading.Lock()
+
+    def take(self, key: str) -> KeyState | None:
+        with self._lock:
+            return self._states.pop(key, None)
+
+    def keep(self, key: str, state: KeyState) -> None:
+        with self._lock:
+            self._states[key] = state
+            self._states.move_to_end(key)
+            while len(self._states) > self.limit:
+                self._states.popitem(last=False)
+
+    def clear(self) -> None:
+        with self._lock:
+            self._states.clear()
+
+    def __len__(self) -> int:
+        return len(self._states)
+
+
+KEPT = KeptStates()

@@ -1,0 +1,179 @@
+"""The engine state a process keeps per key between runs: runs on it give exactly what a run over
+the database window gives, and it is never used once something else may have changed the key."""
+from __future__ import annotations
+
+import logging
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.db import transaction
+
+from correlate import simulator
+from incidents import services
+from incidents.correlation import correlation_run
+from incidents.correlation.state import KEPT
+from incidents.models import Alert, CorrelationLock, Decision, Incident
+from incidents.tasks import process_delivery
+
+pytestmark = pytest.mark.django_db
+RUN_LOGGER = "incidents.correlation.run"
+
+
+@pytest.fixture(scope="module")
+def fleet(tmp_path_factory) -> Path:
+    folder = tmp_path_factory.mktemp("fleet")
+    simulator.simulate("fleet-day", "2026-03-14T06:00:00Z", 11, str(folder))
+    return folder
+
+
+@pytest.fixture(autouse=True)
+def no_state_from_other_tests():
+    KEPT.clear()
+    yield
+    KEPT.clear()
+
+
+@pytest.fixture
+def runs(caplog):
+    """The path each correlation run took, in order ("kept state" or "window")."""
+    caplog.set_level(logging.INFO, logger=RUN_LOGGER)
+
+    def paths() -> list[str]:
+        return ["kept state" if "from the kept state" in r.getMessage() else "window"
+                for r in caplog.records if r.name == RUN_LOGGER and r.getMessage().startswith("correlated ")]
+
+    return paths
+
+
+def bodies(path: Path) -> list[bytes]:
+    return [line.strip() for line in path.read_bytes().splitlines() if line.strip()]
+
+
+def receive(hook, body: bytes) -> None:
+    receipt = services.delivery_receive(integration=hook, body=body, headers={})
+    process_delivery(receipt.body["delivery"])
+
+
+def correlate_pending() -> None:
+    for key in sorted(set(Alert.objects.filter(correlated=False).values_list("correlation_key", flat=True))):
+        correlation_run(key=key)
+
+
+def replay(fleet: Path, make_integration, *, stop_after: int | None = None) -> None:
+    """The fleet's changes, then its alert bodies in arrival order, each followed by the runs a
+    worker would make."""
+    alerts_hook, changes_hook = make_integration("alertmanager"), make_integration("events")
+    pairs = [(changes_hook, body) for body in bodies(fleet / "changes.jsonl")]
+    pairs += [(alerts_hook, body) for body in bodies(fleet / "alerts.jsonl")]
+    for hook, body in pairs[:stop_after]:
+        receive(hook, body)
+        correlate_pending()
+
+
+def snapshot() -> dict[frozenset[str], dict]:
+    """Every stored incident, named by its alerts' occurrence keys, with everything a run writes."""
+    by_pk = {alert.pk: alert.key for alert in Alert.objects.all()}
+    found = {}
+    for incident in Incident.objects.filter(merged_into=None).prefetch_related("alerts", "edges", "root_candidates"):
+        members = frozenset(alert.key for alert in incident.alerts.all())
+        if not members:
+            continue
+        found[members] = {
+            "root": by_pk.get(incident.root_alert_id), "confidence": incident.root_confidence,
+            "explanation": incident.root_explanation, "chain": [by_pk[pk] for pk in incident.chain],
+            "edges": sorted((by_pk[e.cause_id], by_pk[e.effect_id], e.rule, e.lag_seconds, e.relation) for e in incident.edges.all()),
+            "candidates": [(c.rank, by_pk[c.alert_id], c.confidence, c.explanation) for c in incident.root_candidates.all()],
+            "title": incident.title, "severity": incident.severity, "status": incident.status,
+            "started_at": incident.started_at, "resolved_at": incident.resolved_at, "scope": incident.scope,
+            "layers": incident.layers, "failure_modes": incident.failure_modes,
+            "classification": sorted((a.key, a.layer, a.failure_mode, a.classified_by, a.onset) for a in incident.alerts.all()),
+        }
+    return found
+
+
+def test_runs_on_the_kept_state_write_what_window_runs_write(fleet, make_integration, runs):
+    replay(fleet, make_integration)
+    paths = runs()
+    assert paths.count("kept state") > len(paths) // 2, paths  # the kept state did the work
+    incremental = snapshot()
+    assert len(incremental) >= 5
+    assert not Alert.objects.filter(correlated=False).exists()
+
+    call_command("recorrelate", "--since", "2026-03-13T00:00:00Z", stdout=open("/dev/null", "w"))
+    assert snapshot() == incremental  # the window path over everything changes nothing
+
+    KEPT.clear()
+    Incident.objects.all().delete()
+    Alert.objects.update(correlated=False)
+    correlate_pending()
+    assert snapshot() == incremental  # and from nothing it writes the same
+
+
+def rerun(key: str, runs, alerts=None) -> str:
+    """Mark `alerts` (by default the key's latest) as not yet correlated, run the key, and say
+    which path the run took."""
+    alerts = alerts or Alert.objects.filter(correlation_key=key).order_by("-starts_at")[:1]
+    Alert.objects.filter(pk__in=[alert.pk for alert in alerts]).update(correlated=False)
+    before = len(runs())
+    correlation_run(key=key)
+    (path,) = runs()[before:]
+    return path
+
+
+def busiest_key() -> str:
+    keys = list(Alert.objects.exclude(correlation_key="").values_list("correlation_key", flat=True))
+    return max(sorted(set(keys)), key=keys.count)
+
+
+def test_a_run_in_another_process_makes_the_next_run_rebuild(fleet, make_integration, runs):
+    replay(fleet, make_integration, stop_after=40)
+    key = busiest_key()
+    rerun(key, runs)  # from the window if the replay's last run of the key was long before its latest alert
+    assert rerun(key, runs) == "kept state"
+    CorrelationLock.objects.filter(key=key).update(run_token="written-by-another-worker")
+    assert rerun(key, runs) == "window"
+    assert rerun(key, runs) == "kept state"
+
+
+def test_incidents_deleted_by_hand_make_the_next_run_rebuild(fleet, make_integration, runs):
+    replay(fleet, make_integration, stop_after=60)
+    expected = snapshot()
+    biggest = max(Incident.objects.filter(merged_into=None), key=lambda incident: (incident.alerts.count(), -incident.pk))
+    key, members = biggest.correlation_key, list(biggest.alerts.order_by("starts_at"))
+    assert len(members) >= 3
+    rerun(key, runs, members)
+    assert rerun(key, runs, members[-1:]) == "kept state"
+    Incident.objects.all().delete()  # as the admin could: the kept rows still name the deleted incidents
+    assert rerun(key, runs, members[-1:]) == "window"
+    Alert.objects.update(correlated=False)
+    correlate_pending()
+    assert snapshot() == expected
+
+
+def test_a_rolled_back_run_leaves_no_state_behind(fleet, make_integration, runs):
+    replay(fleet, make_integration, stop_after=40)
+    key = busiest_key()
+    rerun(key, runs)  # from the window if the replay's last run of the key was long before its latest alert
+    assert rerun(key, runs) == "kept state"
+    expected = snapshot()
+    latest = list(Alert.objects.filter(correlation_key=key).order_by("-starts_at")[:5])
+    with pytest.raises(RuntimeError):
+        with transaction.atomic():
+            Incident.objects.filter(alerts__in=latest).delete()
+            Alert.objects.filter(pk__in=[a.pk for a in latest]).update(correlated=False)
+            correlation_run(key=key)  # runs from the window, and keeps the state it built
+            raise RuntimeError("the worker died before committing")
+    assert rerun(key, runs) == "window"  # the state of the rolled-back run was not trusted
+    assert snapshot() == expected
+
+
+def test_a_human_decision_makes_the_next_run_rebuild(fleet, make_integration, runs):
+    replay(fleet, make_integration, stop_after=50)
+    key = busiest_key()
+    rerun(key, runs)  # from the window if the replay's last run of the key was long before its latest alert
+    assert rerun(key, runs) == "kept state"
+    alert = Alert.objects.filter(correlation_key=key).order_by("-starts_at").first()
+    Decision.objects.create(kind=Decision.Kind.EXCLUDE, alert_keys=[alert.key], correlation_key=key, at=alert.starts_at)
+    assert rerun(key, runs, [alert]) == "window"
+    assert Alert.objects.get(pk=alert.pk).incident_id is None
