@@ -54,10 +54,6 @@ def rank(members: list[Member], edges: list[Edge], links: list[tuple[str, str]],
     for edge in edges:
         outgoing.setdefault(edge.cause, []).append(edge)
         incoming.setdefault(edge.effect, []).append(edge)
-    neighbours: dict[str, list[str]] = {}
-    for a, b in links:
-        neighbours.setdefault(a, []).append(b)
-        neighbours.setdefault(b, []).append(a)
     total_others = max(len(members) - 1, 1)
     wanted = max(1, catalog.settings.max_candidates)
     sources = [m for m in members if m.key not in incoming or all(e.cause == m.key for e in incoming[m.key])]
@@ -67,9 +63,9 @@ def rank(members: list[Member], edges: list[Edge], links: list[tuple[str, str]],
     others = [m for m in members if m.key not in source_keys] if len(sources) < wanted else []
     others.sort(key=lambda m: (-m.depth, order[m.key]))
     scored: list[tuple[float, int, str, int]] = []
-    successors: dict[str, list[str]] = {}
+    reach_of = _Reachability(members, edges, links)
     for member in sources + others[: wanted - len(sources)]:
-        reach = _reach_count(member.key, outgoing, neighbours, by_key, successors)
+        reach = reach_of.count(member.key)
         coverage = reach / total_others if len(members) > 1 else 1.0
         depth = member.depth / 100.0
         is_source = member.key in source_keys
@@ -109,24 +105,53 @@ def _reach(start: str, outgoing: dict[str, list[Edge]], neighbours: dict[str, li
     return len(seen) - 1
 
 
-def _reach_count(start: str, outgoing: dict[str, list[Edge]], neighbours: dict[str, list[str]],
-                 by_key: dict[str, Member], successors: dict[str, list[str]]) -> int:
-    """`_reach`, sharing each alert's successor list (effects, then same-mode links) across candidates."""
-    seen = {start}
-    stack = [start]
-    while stack:
-        key = stack.pop()
-        nxt = successors.get(key)
-        if nxt is None:
-            mode = by_key[key].failure_mode
-            nxt = [e.effect for e in outgoing.get(key, ())]
-            nxt += [n for n in neighbours.get(key, ()) if by_key[n].failure_mode == mode]
-            successors[key] = nxt
-        for other in nxt:
-            if other not in seen:
-                seen.add(other)
-                stack.append(other)
-    return len(seen) - 1
+class _Reachability:
+    """`_reach` for many starts at once: same-mode link components condensed to one node each.
+
+    Every alert of a component reaches the whole component (same-mode links are walked both
+    ways), so the alerts a start explains are the members of the components reachable from its
+    own along causal edges, less itself; one pass over the links and edges serves every start.
+    """
+
+    def __init__(self, members: list[Member], edges: list[Edge], links: list[tuple[str, str]]) -> None:
+        mode = {m.key: m.failure_mode for m in members}
+        parent = {m.key: m.key for m in members}
+
+        def find(key: str) -> str:
+            while parent[key] != key:
+                parent[key] = parent[parent[key]]
+                key = parent[key]
+            return key
+
+        for a, b in links:
+            if mode[a] == mode[b]:
+                ra, rb = find(a), find(b)
+                if ra != rb:
+                    parent[rb] = ra
+        self.component = {key: find(key) for key in parent}
+        self.size: dict[str, int] = {}
+        for root in self.component.values():
+            self.size[root] = self.size.get(root, 0) + 1
+        self.after: dict[str, set[str]] = {}
+        component = self.component
+        for edge in edges:
+            cause, effect = component[edge.cause], component[edge.effect]
+            if cause != effect:
+                self.after.setdefault(cause, set()).add(effect)
+
+    def count(self, start: str) -> int:
+        first = self.component[start]
+        seen = {first}
+        stack = [first]
+        total = 0
+        while stack:
+            node = stack.pop()
+            total += self.size[node]
+            for other in self.after.get(node, ()):
+                if other not in seen:
+                    seen.add(other)
+                    stack.append(other)
+        return total - 1
 
 
 def _best_incoming(members: list[Member], incoming: dict[str, list[Edge]], catalog: Catalog) -> tuple[Edge, ...]:
@@ -136,7 +161,10 @@ def _best_incoming(members: list[Member], incoming: dict[str, list[Edge]], catal
     for member in members:
         options = incoming.get(member.key)
         if options:
-            chosen.append(min(options, key=lambda e: (e.lag_seconds < 0, abs(e.lag_seconds), -depth[e.cause], e.cause)))
+            if len(options) == 1:
+                chosen.append(options[0])
+            else:
+                chosen.append(min(options, key=lambda e: (e.lag_seconds < 0, abs(e.lag_seconds), -depth[e.cause], e.cause)))
     return tuple(chosen)
 
 

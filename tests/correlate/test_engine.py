@@ -1,9 +1,12 @@
+import random
 
 from correlate.catalog import load_catalog
 from correlate.engine import Correlator, correlate
 from correlate.events import RESOLVED, Alert
-from correlate.results import Exclude, FalsePositive, Merge, Split
-from correlate.testing import clock, make_alert
+from correlate.ranking import _Reachability, _reach
+from correlate.results import Edge, Exclude, FalsePositive, Member, Merge, Split
+from correlate.testing import BASE_DAY, clock, make_alert
+from correlate.topology import Scope
 
 from scenarios import LABELS, POD, SIBLING, deploy_change, fragmentation_chain, unrelated_early_alert
 
@@ -234,3 +237,24 @@ def test_preemption_roots_an_itl_breach_on_its_model():
     assert root_name(incident) == "LLMVllmPreemptionsHigh"
     assert incident.edges[0].rule == "preemption->slo_itl"
 
+
+
+def test_condensed_reach_counts_what_the_plain_walk_counts():
+    rng = random.Random(5)
+    for _ in range(200):
+        size = rng.randint(1, 12)
+        members = [Member(f"k{i}", "f", "A", BASE_DAY, BASE_DAY, None, "engine", rng.choice(["oom", "restart", "queueing"]),
+                          "test", Scope()) for i in range(size)]
+        keys = [m.key for m in members]
+        edges = [Edge(rng.choice(keys), rng.choice(keys), "r", 1.0, "same_pod") for _ in range(rng.randint(0, 15))]
+        links = [(rng.choice(keys), rng.choice(keys)) for _ in range(rng.randint(0, 15))]
+        outgoing, neighbours = {}, {}
+        for edge in edges:
+            outgoing.setdefault(edge.cause, []).append(edge)
+        for a, b in links:
+            neighbours.setdefault(a, []).append(b)
+            neighbours.setdefault(b, []).append(a)
+        by_key = {m.key: m for m in members}
+        condensed = _Reachability(members, edges, links)
+        for key in keys:
+            assert condensed.count(key) == _reach(key, outgoing, neighbours, by_key)
