@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import hashlib
 import hmac
+from functools import cached_property
 
 from django.db import connections, models
 from django.db.models import Q
@@ -149,9 +150,10 @@ class Alert(models.Model):
                 return self.labels[name]
         return ""
 
-    @property
+    @cached_property
     def key(self) -> str:
-        """The occurrence key the engine and human decisions use."""
+        """The occurrence key the engine and human decisions use (an occurrence's fingerprint
+        and start never change, so it is computed once per instance)."""
         return occurrence_key(self.fingerprint, self.starts_at)
 
     def __str__(self) -> str:

@@ -179,6 +179,13 @@ CELERY_TASK_DEFAULT_QUEUE = "rootline"
 # let them hold every worker process and ingestion stopped (bench/ingest, 2026-11-29).
 CELERY_CORRELATION_QUEUE = os.environ.get("ROOTLINE_CORRELATION_QUEUE", "rootline-correlation")
 CELERY_TASK_ROUTES = {"incidents.correlate_key": {"queue": CELERY_CORRELATION_QUEUE}}
+# With N > 1 shards, a key's runs always go to the same queue of N (`<queue>-0` ... `<queue>-N-1`,
+# chosen by a hash of the key), each served by one process that keeps its keys' engine state
+# between runs (incidents/correlation/state.py). Every process that enqueues must use the same N.
+CORRELATION_SHARDS = os.environ.get("ROOTLINE_CORRELATION_SHARDS", "1").strip() or "1"
+if not CORRELATION_SHARDS.isdigit() or not 1 <= int(CORRELATION_SHARDS) <= 64:
+    raise ImproperlyConfigured(f"ROOTLINE_CORRELATION_SHARDS must be a whole number from 1 to 64, not {CORRELATION_SHARDS!r}")
+CORRELATION_SHARDS = int(CORRELATION_SHARDS)
 CELERY_BEAT_SCHEDULE = {
     # Every minute: deliveries still pending after a broker outage or a worker crash are enqueued again.
     "requeue-stale-deliveries": {

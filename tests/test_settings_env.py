@@ -54,3 +54,10 @@ def test_production_with_a_secret_key_starts_with_https_hardening(tmp_path):
     result = run_settings(tmp_path, ROOTLINE_HTTPS="1", ROOTLINE_SECRET_KEY="x" * 50)
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout)["ssl_redirect"] is True
+
+
+def test_correlation_shards_must_be_a_small_whole_number(tmp_path):
+    assert run_settings(tmp_path, ROOTLINE_CORRELATION_SHARDS="3").returncode == 0
+    for bad in ("0", "two", "-1", "65"):
+        result = run_settings(tmp_path, ROOTLINE_CORRELATION_SHARDS=bad)
+        assert result.returncode != 0 and "ROOTLINE_CORRELATION_SHARDS must be a whole number from 1 to 64" in result.stderr, bad

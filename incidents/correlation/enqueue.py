@@ -27,7 +27,16 @@ def correlation_enqueue_now(keys: list[str]) -> None:
 
     for key in keys:
         if settings.CELERY_TASK_ALWAYS_EAGER or cache.add(pending_flag(key), 1, timeout=60):
-            correlate_key.delay(key)
+            correlate_key.apply_async((key,), queue=correlation_queue(key))
+
+
+def correlation_queue(key: str) -> str:
+    """The queue of the key's shard: a key always goes to the same one, whose single process
+    keeps the key's engine state between runs."""
+    shards = settings.CORRELATION_SHARDS
+    if shards == 1:
+        return settings.CELERY_CORRELATION_QUEUE
+    return f"{settings.CELERY_CORRELATION_QUEUE}-{zlib.crc32(key.encode()) % shards}"
 
 
 def pending_flag(key: str) -> str:

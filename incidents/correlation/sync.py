@@ -28,12 +28,17 @@ def incidents_sync(*, key: str, rows: list[Alert], result: list[EngineIncident])
             previous[row.incident_id].add(row.pk)
     assigned = assign_identities(result, by_key, previous, key)
     stored = StoredDetails.load([incident.pk for incident in assigned.values()])
+    details = DetailWrites()
     touched: list[int] = []
     for engine_incident in result:
         incident = assigned[engine_incident.id]
         members = [by_key[member.key] for member in engine_incident.members if member.key in by_key]
-        if incident_write(incident, engine_incident, members, by_key, stored):
+        changed = incident_write(incident, engine_incident, members, by_key)
+        changed = details.edges(incident, engine_incident, by_key, stored.edges.get(incident.pk, [])) or changed
+        changed = details.candidates(incident, engine_incident, by_key, stored.candidates.get(incident.pk, [])) or changed
+        if changed:
             touched.append(incident.pk)
+    details.flush()
     alerts_write(rows, result, assigned, by_key)
     retire_emptied(previous, assigned, rows)
     return touched
@@ -90,21 +95,21 @@ def assign_identities(result: list[EngineIncident], by_key: dict[str, Alert], pr
     return assigned
 
 
-def incident_write(incident: Incident, engine_incident: EngineIncident, members: list[Alert], by_key: dict[str, Alert],
-                   stored: StoredDetails) -> bool:
+def incident_write(incident: Incident, engine_incident: EngineIncident, members: list[Alert], by_key: dict[str, Alert]) -> bool:
     root = engine_incident.root
     root_row = by_key.get(root.alert_key) if root else None
+    scope = engine_incident.scope  # computed from every member on each access: once here
     values = {
         "started_at": min(row.starts_at for row in members),
         "last_alert_at": max(row.starts_at for row in members),
-        "scope": engine_incident.scope,
+        "scope": scope,
         "layers": list(engine_incident.layers),
         "failure_modes": list(engine_incident.failure_modes),
         "root_alert_id": root_row.pk if root_row else None,
         "root_confidence": round(root.confidence, 4) if root else None,
         "root_explanation": root.explanation if root else "",
         "chain": [by_key[k].pk for k in engine_incident.chain if k in by_key],
-        "title": incident_title(engine_incident, root_row, members),
+        "title": incident_title(engine_incident, scope, root_row, members),
     }
     if not incident.severity_by_human:
         values["severity"] = severity_of(members)
@@ -114,20 +119,19 @@ def incident_write(incident: Incident, engine_incident: EngineIncident, members:
         setattr(incident, name, values[name])
     if changed:
         incident.save(update_fields=changed + ["updated_at"])
-    edges_changed = edges_write(incident, engine_incident, by_key, stored.edges.get(incident.pk, []))
-    candidates_changed = candidates_write(incident, engine_incident, by_key, stored.candidates.get(incident.pk, []))
-    return bool(changed) or edges_changed or candidates_changed
+    return bool(changed)
 
 
-def incident_title(engine_incident: EngineIncident, root_row: Alert | None, members: list[Alert]) -> str:
+def incident_title(engine_incident: EngineIncident, scope: dict[str, str], root_row: Alert | None, members: list[Alert]) -> str:
     lead = root_row or members[0]
-    where = engine_incident.scope.get("deployment") or engine_incident.scope.get("model") or engine_incident.scope.get("pod") \
-        or engine_incident.scope.get("node") or engine_incident.scope.get("namespace") or engine_incident.scope.get("cluster", "")
-    names = []
+    where = scope.get("deployment") or scope.get("model") or scope.get("pod") or scope.get("node") \
+        or scope.get("namespace") or scope.get("cluster", "")
+    alertnames = {member.key: member.alertname for member in engine_incident.members}
+    names: list[str] = []
     for key in engine_incident.chain:
-        member = engine_incident.member(key)
-        if member and member.alertname not in names:
-            names.append(member.alertname)
+        name = alertnames.get(key)
+        if name and name not in names:
+            names.append(name)
     headline = " → ".join(names[:3]) if len(names) > 1 else (lead.alertname or "alert")
     if len(names) > 3:
         headline += f" → … ({len(names) - 3} more)"
@@ -157,46 +161,63 @@ def status_from_alerts(incident: Incident, members: list[Alert]) -> dict:
     return {"resolved_at": resolved_at, "status": status}
 
 
-def edges_write(incident: Incident, engine_incident: EngineIncident, by_key: dict[str, Alert], stored: list[tuple]) -> bool:
-    """Delete the stored edges the engine no longer gives and insert the new ones (`stored` rows
-    are `(id, cause, effect, rule, lag, relation)`): a growing incident keeps its old edges rather
-    than rewriting them all on every run."""
-    wanted = {
-        (by_key[e.cause].pk, by_key[e.effect].pk, e.rule, round(e.lag_seconds, 3), e.relation)
-        for e in engine_incident.edges if e.cause in by_key and e.effect in by_key
-    }
-    kept: set[tuple] = set()
-    gone = []
-    for edge_id, *edge in stored:
-        edge = tuple(edge)
-        if edge in wanted and edge not in kept:
-            kept.add(edge)
-        else:
-            gone.append(edge_id)
-    new = sorted(wanted - kept)
-    if gone:
-        IncidentEdge.objects.filter(pk__in=gone).delete()
-    if new:
-        IncidentEdge.objects.bulk_create(
+class DetailWrites:
+    """Edges and root candidates of every incident of a run, compared with what is stored and
+    written at the end in one delete and one insert of each kind."""
+
+    def __init__(self) -> None:
+        self.edges_gone: list[int] = []
+        self.edges_new: list[IncidentEdge] = []
+        self.candidates_of: list[int] = []
+        self.candidates_new: list[RootCandidate] = []
+
+    def edges(self, incident: Incident, engine_incident: EngineIncident, by_key: dict[str, Alert], stored: list[tuple]) -> bool:
+        """Drop the stored edges the engine no longer gives and add the new ones (`stored` rows
+        are `(id, cause, effect, rule, lag, relation)`): a growing incident keeps its old edges
+        rather than rewriting them all on every run."""
+        wanted = {
+            (by_key[e.cause].pk, by_key[e.effect].pk, e.rule, round(e.lag_seconds, 3), e.relation)
+            for e in engine_incident.edges if e.cause in by_key and e.effect in by_key
+        }
+        kept: set[tuple] = set()
+        gone = []
+        for edge_id, *edge in stored:
+            edge = tuple(edge)
+            if edge in wanted and edge not in kept:
+                kept.add(edge)
+            else:
+                gone.append(edge_id)
+        new = sorted(wanted - kept)
+        self.edges_gone.extend(gone)
+        self.edges_new.extend(
             IncidentEdge(incident=incident, cause_id=c, effect_id=e, rule=rule, lag_seconds=lag, relation=relation)
             for c, e, rule, lag, relation in new
         )
-    return bool(gone or new)
+        return bool(gone or new)
 
+    def candidates(self, incident: Incident, engine_incident: EngineIncident, by_key: dict[str, Alert], stored: list[tuple]) -> bool:
+        wanted = [
+            (rank, by_key[c.alert_key].pk, round(c.confidence, 4), c.explanation)
+            for rank, c in enumerate(engine_incident.root_candidates) if c.alert_key in by_key
+        ]
+        if sorted(stored) == wanted:
+            return False
+        self.candidates_of.append(incident.pk)
+        self.candidates_new.extend(
+            RootCandidate(incident=incident, rank=rank, alert_id=alert_id, confidence=confidence, explanation=explanation)
+            for rank, alert_id, confidence, explanation in wanted
+        )
+        return True
 
-def candidates_write(incident: Incident, engine_incident: EngineIncident, by_key: dict[str, Alert], stored: list[tuple]) -> bool:
-    wanted = [
-        (rank, by_key[c.alert_key].pk, round(c.confidence, 4), c.explanation)
-        for rank, c in enumerate(engine_incident.root_candidates) if c.alert_key in by_key
-    ]
-    if sorted(stored) == wanted:
-        return False
-    incident.root_candidates.all().delete()
-    RootCandidate.objects.bulk_create(
-        RootCandidate(incident=incident, rank=rank, alert_id=alert_id, confidence=confidence, explanation=explanation)
-        for rank, alert_id, confidence, explanation in wanted
-    )
-    return True
+    def flush(self) -> None:
+        if self.edges_gone:
+            IncidentEdge.objects.filter(pk__in=self.edges_gone).delete()
+        if self.edges_new:
+            IncidentEdge.objects.bulk_create(self.edges_new, batch_size=5000)
+        if self.candidates_of:
+            RootCandidate.objects.filter(incident_id__in=self.candidates_of).delete()
+        if self.candidates_new:
+            RootCandidate.objects.bulk_create(self.candidates_new, batch_size=5000)
 
 
 def alerts_write(rows: list[Alert], result: list[EngineIncident], assigned: dict[str, Incident], by_key: dict[str, Alert]) -> None:
