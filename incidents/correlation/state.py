@@ -84,7 +84,7 @@ class KeyState:
                     for member in incident.members:
                         in_result.add(member.key)
                         pending.append(member.key)
-        rows = sorted((self.rows[key] for key in seen if key in self.rows), key=lambda row: (row.starts_at, row.pk))
+        rows = sorted((self.rows[key] for key in seen if key in self.rows), key=lambda row: (row.starts_at, row.id))
         return list(incidents.values()), rows
 
     def note_moves(self, rows: list[Alert], before: dict[str, int | None]) -> None:

@@ -25,7 +25,7 @@ def incidents_sync(*, key: str, rows: list[Alert], result: list[EngineIncident])
     previous = defaultdict(set)
     for row in rows:
         if row.incident_id:
-            previous[row.incident_id].add(row.pk)
+            previous[row.incident_id].add(row.id)
     assigned = assign_identities(result, by_key, previous, key)
     stored = StoredDetails.load([incident.pk for incident in assigned.values()])
     details = DetailWrites()
@@ -73,7 +73,7 @@ def assign_identities(result: list[EngineIncident], by_key: dict[str, Alert], pr
     merged_away = set(Incident.objects.filter(pk__in=list(previous), merged_into__isnull=False).values_list("pk", flat=True))
     overlaps = []
     for engine_incident in result:
-        member_ids = {by_key[m.key].pk for m in engine_incident.members if m.key in by_key}
+        member_ids = {by_key[m.key].id for m in engine_incident.members if m.key in by_key}
         for incident_id, alert_ids in previous.items():
             shared = len(member_ids & alert_ids)
             if shared and incident_id not in merged_away:
@@ -221,28 +221,26 @@ class DetailWrites:
 
 
 def alerts_write(rows: list[Alert], result: list[EngineIncident], assigned: dict[str, Incident], by_key: dict[str, Alert]) -> None:
-    """Write only the alerts whose incident or classification changed."""
+    """Write only the alerts whose incident or classification changed (compared as tuples: a
+    storm's incidents hold thousands of rows, and every run of their key passes them all)."""
     members = {}
     for engine_incident in result:
+        incident_id = assigned[engine_incident.id].id
         for member in engine_incident.members:
-            members[member.key] = (assigned[engine_incident.id].pk, member)
+            members[member.key] = (incident_id, member)
     changed = []
     for row in rows:
         incident_id, member = members.get(row.key, (None, None))
-        values = {
-            "incident_id": incident_id,
-            "layer": member.layer if member else row.layer,
-            "failure_mode": member.failure_mode if member else row.failure_mode,
-            "classified_by": member.classified_by if member else row.classified_by,
-            "onset": member.onset if member else row.onset,
-            "false_positive": member.false_positive if member else row.false_positive,
-        }
-        dirty = not row.correlated or any(getattr(row, name) != value for name, value in values.items())
-        if dirty:
-            for name, value in values.items():
-                setattr(row, name, value)
-            row.correlated = True
-            changed.append(row)
+        stored = (row.incident_id, row.layer, row.failure_mode, row.classified_by, row.onset, row.false_positive)
+        if member is None:
+            wanted = (None, *stored[1:])
+        else:
+            wanted = (incident_id, member.layer, member.failure_mode, member.classified_by, member.onset, member.false_positive)
+        if row.correlated and wanted == stored:
+            continue
+        row.incident_id, row.layer, row.failure_mode, row.classified_by, row.onset, row.false_positive = wanted
+        row.correlated = True
+        changed.append(row)
     if changed:
         alerts_update(changed)
 
