@@ -28,6 +28,8 @@ _RELATION_ORDER = ("same_pod", "same_gpu", "same_node", "same_deployment", "sibl
                    "gateway", "same_namespace", "in_change_scope", "same_cluster")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _MODE_IDS: dict[str, int] = {}  # failure mode -> small number, to look pair gaps up in a list
+_WIDE_KEYS = frozenset({"gw", "dep", "model"})  # buckets of a workload or model, not of one place
+_LOCAL = frozenset({"same_pod", "same_gpu", "same_node", "co_located"})  # relations the pod/node/GPU buckets find
 
 
 @dataclass(eq=False, slots=True)
@@ -55,9 +57,14 @@ class _Entry:
     mode: str = ""
     stamp: int = 0
     own_keys: tuple[tuple[str, str], ...] | None = None
+    own_scan: tuple[tuple[str, str], ...] = ()  # own_keys less the alert-name bucket
     mode_id: int = 0
+    kin: "_Entry | None" = None  # union-find over kept same-mode links inside one group
+    kin_size: int = 1
+    incoming: int = 0  # kept causal edges into this alert from its own group
 
     def __post_init__(self) -> None:
+        self.kin = self
         self.sort_key = (self.t, self.key)
         self.mode = mode = self.cls.failure_mode
         number = _MODE_IDS.get(mode)
@@ -188,6 +195,12 @@ class _Partition:
         for op in reversed(entry.undo):
             if op[0] == "new":
                 del self.parent[op[1]], self.size[op[1]], self.agg[op[1]]
+            elif op[0] == "kin":
+                _, child, root = op
+                child.kin = child
+                root.kin_size -= child.kin_size
+            elif op[0] == "in":
+                op[1].incoming -= 1
             else:
                 _, child, root, old_agg, old_len = op
                 self.parent[child] = child
@@ -226,8 +239,10 @@ class _Partition:
             if hit is None:
                 if len(engine._index_keys_cache) > 200_000:
                     engine._index_keys_cache.clear()
-                hit = engine._index_keys_cache[keys_key] = (_index_keys(x), x.scope)
+                own = _index_keys(x)
+                hit = engine._index_keys_cache[keys_key] = (own, tuple(k for k in own if k[0] != "name"), x.scope)
             keys = x.own_keys = hit[0]
+            x.own_scan = hit[1]
         linked: set[str] = set()
         x_t = x.t
         x_mode = x.mode
@@ -243,20 +258,33 @@ class _Partition:
         pod_versions = topology.pod_versions
         link = engine._link  # the gap was checked just above
         plans = engine._plans_for(x_mode)  # every indexed y was made before x, so its mode is numbered
-        for index_key in self._scan_keys(x, keys) if x_mode != "change" else ():
+        needs = engine._needs_for(x_mode)  # [earlier mode id] -> what a pair could still add
+        kept = _Kept(x, self)
+        wide_mode = engine._wide_modes_for(x_mode)
+        all_modes = engine._all_modes
+        for index_key in self._scan_keys(x, x.own_scan) if x_mode != "change" else ():
             bucket = index.get(index_key)
             if not bucket:
                 continue
+            # A workload/model bucket is read only for modes that can link to x there; any other
+            # pair needs the same pod, GPU or node, and their buckets are read in full.
+            reads = wide_mode if index_key[0] in _WIDE_KEYS else all_modes
             for y in reversed(bucket):  # x joins the index only after the scan
                 y_t = y.t
                 if y_t < horizon:
                     break
-                if y.stamp == stamp:
+                if y.stamp == stamp or not reads[y.mode_id]:
                     continue
-                y.stamp = stamp
                 # link() rejects a pair beyond its modes' widest gap first; checked here to skip
                 # the placement lookup too.
-                if x_t - y_t > windows[y.mode_id]:
+                dt = x_t - y_t
+                if dt > windows[y.mode_id]:
+                    continue
+                y.stamp = stamp
+                kin = y.kin
+                while kin.kin is not kin:
+                    kin = kin.kin
+                if kin in kept.marks and kept.adds_nothing(y, kin, needs[y.mode_id], dt):
                     continue
                 pod = y.scope.pod
                 if pod and (pod in pod_nodes or pod in pod_gpus):  # topology.knows(pod)
@@ -267,8 +295,12 @@ class _Partition:
                         y_nodes, y_gpus = self._placement(y, x_t)
                 else:
                     y_nodes, y_gpus = y.nodes, y.gpus
-                if link(y, x, y_nodes, y_gpus, x_t - y_t, plans):
-                    linked.add(self.find(y.key))
+                found = link(y, x, y_nodes, y_gpus, dt, plans)
+                if found:
+                    root = self.find(y.key)
+                    linked.add(root)
+                    if found != _LINK or y.mode_id == x.mode_id:
+                        kept.settle(y, kin, root, found)
         if x.mode != "change":
             change_horizon = x.t - max(engine.change_window, engine.rule_edit_window)
             for i in range(len(self.changes) - 1, -1, -1):
@@ -339,18 +371,22 @@ class _Partition:
                     found[id(y)] = y
         return list(found.values())
 
-    def _scan_keys(self, x: _Entry, keys: tuple[tuple[str, str], ...]) -> list[tuple[str, str]]:
-        """Buckets holding x's possible neighbours, through learned links too (pods on x's node)."""
+    def _scan_keys(self, x: _Entry, own: tuple[tuple[str, str], ...]) -> Sequence[tuple[str, str]]:
+        """Buckets holding x's possible neighbours, through learned links too (pods on x's node).
+
+        In sorted order, whatever the order links were learned in: the first edge kept per
+        same-mode component depends on it.
+        """
         scope = x.scope
-        wanted = [k for k in keys if k[0] != "name" and (k[0] != "pod" or not (scope.deployment and scope.gateway_keys))]
+        learned = []
         for kind, values, direct in (("node", x.nodes, scope.node), ("gpu", x.gpus, scope.gpus)):
             for value in values:
                 if value != direct and (kind == "node" or value not in direct):
-                    wanted.append((kind, value))
+                    learned.append((kind, value))
                 for other in self.topology.pods_on(kind, value, x.t):
                     if other != scope.pod:
-                        wanted.append(("pod", other))
-        return list(dict.fromkeys(wanted))
+                        learned.append(("pod", other))
+        return sorted(set(own).union(learned)) if learned else own
 
     def _influence_end(self, x: _Entry) -> float:
         """A change is over at once yet stays a suspect for its rule's lag, so it keeps its incident open."""
@@ -374,6 +410,85 @@ class _Partition:
         root[4].extend(child[4])
 
 
+_FORWARD, _BACKWARD, _LINK = 1, 2, 4
+
+
+class _Kept:
+    """What one alert's scan has kept from each same-mode component of its open neighbours.
+
+    Ranking walks causal edges and same-mode links only to count what a candidate reaches, so
+    within one group a second link into a same-mode component already joined, a second edge from
+    (or to) the same component, or a link between two modes adds nothing it can see. Those are not
+    recorded, and a neighbour that could only add such things is not even compared. An edge into
+    an alert with no kept incoming edge yet is always kept, so sources stay sources.
+    """
+
+    __slots__ = ("x", "partition", "marks", "open")
+
+    def __init__(self, x: _Entry, partition: _Partition) -> None:
+        self.x = x
+        self.partition = partition
+        self.marks: dict[_Entry, int] = {}  # component root -> _FORWARD/_BACKWARD/_LINK kept
+        self.open: dict[str, bool] = {}
+
+    def adds_nothing(self, y: _Entry, kin: _Entry, need: tuple[float, bool, bool], dt: float) -> bool:
+        forward_lag, backward, same = need
+        engine = self.partition.engine
+        wanted = _FORWARD if dt <= forward_lag else 0
+        if backward and ((dt <= engine.reorder and self.x.cls.depth > y.cls.depth) if same else dt <= engine.slack):
+            if not y.incoming:
+                return False
+            wanted |= _BACKWARD
+        if same:
+            wanted |= _LINK
+        return not wanted & ~self.marks[kin]
+
+    def settle(self, y: _Entry, kin: _Entry, root: str, found: int) -> None:
+        """Keep what link() just recorded on x only if ranking can tell it from what x holds."""
+        x = self.x
+        is_open = self.open.get(root)
+        if is_open is None:
+            partition = self.partition
+            is_open = self.open[root] = partition.engine.is_open(partition.agg[root], x.t)
+        if not is_open:
+            return
+        if found == _LINK:
+            if kin is _kin_root(x):
+                x.links.pop()
+            else:
+                self._join(kin)
+            return
+        mark = self.marks.get(kin, 0)
+        if found == _FORWARD:
+            if mark & _FORWARD:
+                x.edges.pop()
+                return
+            self.marks[kin] = mark | _FORWARD
+            effect = x
+        else:
+            if mark & _BACKWARD and y.incoming:
+                x.edges.pop()
+                return
+            self.marks[kin] = mark | _BACKWARD
+            effect = y
+        effect.incoming += 1
+        x.undo.append(("in", effect))
+
+    def _join(self, kin: _Entry) -> None:
+        mine = _kin_root(self.x)
+        big, small = (kin, mine) if kin.kin_size >= mine.kin_size else (mine, kin)
+        small.kin = big
+        big.kin_size += small.kin_size
+        self.x.undo.append(("kin", small, big))
+        self.marks[big] = self.marks.pop(small, 0) | self.marks.get(big, 0) | _LINK
+
+
+def _kin_root(entry: _Entry) -> _Entry:
+    while entry.kin is not entry:
+        entry = entry.kin
+    return entry
+
+
 def _index_keys(x: _Entry) -> tuple[tuple[str, str], ...]:
     """Buckets an alert's neighbours are found in; a gateway key covers its deployment and model."""
     scope = x.scope
@@ -389,7 +504,7 @@ def _index_keys(x: _Entry) -> tuple[tuple[str, str], ...]:
         keys.append(("dep", scope.deployment))
     if scope.model and not gateway_key(scope.model):
         keys.append(("model", scope.model))
-    return tuple(keys)
+    return tuple(sorted(keys))
 
 
 def _epoch(moment: datetime) -> float:
@@ -436,6 +551,9 @@ class Correlator:
         self._window_lists: dict[str, list[float]] = {}
         self._index_keys_cache: dict[tuple, tuple] = {}
         self._link_plans: dict[str, list[tuple[tuple, tuple]]] = {}
+        self._link_needs: dict[str, list[tuple[float, bool, bool]]] = {}
+        self._wide_modes: dict[str, list[bool]] = {}
+        self._all_modes: list[bool] = []
         self._scope_shapes: dict[tuple, Scope] = {}
         self._classes: dict[tuple, Classification] = {}
         self._scopes: dict[tuple, Scope] = {}
@@ -468,6 +586,30 @@ class Correlator:
                 for mode, number in _MODE_IDS.items():
                     found[number] = gaps.get(mode, self.tight_window)
             self._window_lists[later] = found
+        return found
+
+    def _wide_modes_for(self, later: str) -> list[bool]:
+        """Per earlier mode's number: whether it can link to `later` beyond one pod/GPU/node."""
+        found = self._wide_modes.get(later)
+        if found is None or len(found) != len(_MODE_IDS):
+            found = [False] * len(_MODE_IDS)
+            for mode, number in _MODE_IDS.items():
+                rules = self._rule_pairs.get((mode, later), ()) + self._rule_pairs.get((later, mode), ())
+                found[number] = mode == later or any(scope - _LOCAL for _, _, scope in rules)
+            self._wide_modes[later] = found
+            self._all_modes = [True] * len(_MODE_IDS)
+        return found
+
+    def _needs_for(self, later: str) -> list[tuple[float, bool, bool]]:
+        """Per earlier mode's number: (widest forward rule lag or -1, any backward rule, same mode)."""
+        found = self._link_needs.get(later)
+        if found is None or len(found) != len(_MODE_IDS):
+            found = [(-1.0, False, False)] * len(_MODE_IDS)
+            for mode, number in _MODE_IDS.items():
+                forward = self._rule_pairs.get((mode, later), ())
+                found[number] = (max((lag for _, lag, _ in forward), default=-1.0),
+                                 bool(self._rule_pairs.get((later, mode), ())), mode == later)
+            self._link_needs[later] = found
         return found
 
     def _plans_for(self, later: str) -> list[tuple[tuple, tuple]]:
@@ -625,11 +767,15 @@ class Correlator:
         dt = x.t - y.t
         if dt > self._pair_window.get((y.mode, x.mode), self.tight_window):
             return False
-        return self._link(y, x, y_nodes, y_gpus, dt)
+        return bool(self._link(y, x, y_nodes, y_gpus, dt))
 
     def _link(self, y: _Entry, x: _Entry, y_nodes: frozenset[str], y_gpus: frozenset[str], dt: float,
-              plans: list | None = None) -> bool:
-        """link() once the pair's gap is known to be within its modes' widest gap."""
+              plans: list | None = None) -> int:
+        """link() once the pair's gap is known to be within its modes' widest gap.
+
+        Returns what it kept on x: _FORWARD (edge y->x), _BACKWARD (edge x->y), _LINK (same
+        trouble; recorded only within one mode, the only links ranking walks), or 0.
+        """
         y_scope, x_scope = y.scope, x.scope
         x_nodes, x_gpus = x.nodes, x.gpus
         # relations() is a pure function of the two scopes and placements; pairs repeat a lot.
@@ -650,27 +796,28 @@ class Correlator:
                 shared = scope & rel
                 if shared:
                     x.edges.append(_edge(x, y, rule_id, -dt, _tightest(shared)))
-                    return True
+                    return _BACKWARD
         for rule_id, max_lag, scope in forward:
             if dt <= max_lag:
                 shared = scope & rel
                 if shared:
                     x.edges.append(_edge(y, x, rule_id, dt, _tightest(shared)))
-                    return True
+                    return _FORWARD
         if dt <= self.slack and x_mode != y_mode:
             for rule_id, _, scope in backward:
                 shared = scope & rel
                 if shared:
                     x.edges.append(_edge(x, y, rule_id, -dt, _tightest(shared)))
-                    return True
+                    return _BACKWARD
         if x_mode == y_mode and dt <= self.same_mode_window and (rel & self.same_mode_scope):
             if x_mode != "other" or x.alert.labels.get("alertname", "") == y.alert.labels.get("alertname", ""):  # Alert.alertname
                 x.links.append(y)
-                return True
+                return _LINK
         if dt <= self.tight_window and (rel & _TIGHT):
-            x.links.append(y)
-            return True
-        return False
+            if x_mode == y_mode:
+                x.links.append(y)
+            return _LINK
+        return 0
 
     def link_change(self, change: _Entry, x: _Entry) -> bool:
         dt = x.t - change.t
