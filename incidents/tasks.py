@@ -52,8 +52,9 @@ def requeue_stale_deliveries() -> int:
     ignore_result=True,
 )
 def correlate_key(key: str) -> None:
-    """Correlate one cluster's recent alerts; serialised per key by a lock inside the service."""
-    correlation.correlation_run(key=key)
+    """Correlate one cluster's new alerts; serialised per key by a lock inside the service. The
+    worker process keeps the cluster's engine state for its next run (see ROOTLINE_CORRELATION_SHARDS)."""
+    correlation.correlation_run(key=key, keep_state=True)
 
 
 @shared_task(

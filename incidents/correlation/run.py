@@ -37,9 +37,11 @@ from incidents.models import Alert, CorrelationLock, Decision, Incident
 logger = logging.getLogger(__name__)
 
 
-def correlation_run(*, key: str, since: datetime | None = None) -> list[int]:
+def correlation_run(*, key: str, since: datetime | None = None, keep_state: bool = False) -> list[int]:
     """Correlate one key's new alerts and persist the result; returns the ids of incidents it touched.
-    With `since`, recompute everything of the key from then on (the batch path)."""
+    With `since`, recompute everything of the key from then on (the batch path). With
+    `keep_state` (the correlation worker's task), keep the key's engine state for the next run in
+    this process; other callers (people's actions in a web process, `recorrelate`) leave none."""
     cache.delete(pending_flag(key))
     started = time.perf_counter()
     current = catalog()
@@ -56,7 +58,7 @@ def correlation_run(*, key: str, since: datetime | None = None) -> list[int]:
     path = f"window ({reason})" if reason else "kept state"
     logger.info("correlated %s from the %s: %d incidents written, %d alerts held, %.1f ms", key, path, len(touched),
                 len(state.rows) if state else 0, (time.perf_counter() - started) * 1000)
-    if state is not None:
+    if state is not None and keep_state:
         # Kept at once, even inside a caller's transaction: should that roll back, the key's
         # stored token goes back with it and the next run rebuilds instead of using this state.
         state.token = token

@@ -57,7 +57,7 @@ def receive(hook, body: bytes) -> None:
 
 def correlate_pending() -> None:
     for key in sorted(set(Alert.objects.filter(correlated=False).values_list("correlation_key", flat=True))):
-        correlation_run(key=key)
+        correlation_run(key=key, keep_state=True)
 
 
 def replay(fleet: Path, make_integration, *, stop_after: int | None = None) -> None:
@@ -116,7 +116,7 @@ def rerun(key: str, runs, alerts=None) -> str:
     alerts = alerts or Alert.objects.filter(correlation_key=key).order_by("-starts_at")[:1]
     Alert.objects.filter(pk__in=[alert.pk for alert in alerts]).update(correlated=False)
     before = len(runs())
-    correlation_run(key=key)
+    correlation_run(key=key, keep_state=True)
     (path,) = runs()[before:]
     return path
 
@@ -162,7 +162,7 @@ def test_a_rolled_back_run_leaves_no_state_behind(fleet, make_integration, runs)
         with transaction.atomic():
             Incident.objects.filter(alerts__in=latest).delete()
             Alert.objects.filter(pk__in=[a.pk for a in latest]).update(correlated=False)
-            correlation_run(key=key)  # runs from the window, and keeps the state it built
+            correlation_run(key=key, keep_state=True)  # runs from the window, and keeps the state it built
             raise RuntimeError("the worker died before committing")
     assert rerun(key, runs) == "window"  # the state of the rolled-back run was not trusted
     assert snapshot() == expected
@@ -177,3 +177,14 @@ def test_a_human_decision_makes_the_next_run_rebuild(fleet, make_integration, ru
     Decision.objects.create(kind=Decision.Kind.EXCLUDE, alert_keys=[alert.key], correlation_key=key, at=alert.starts_at)
     assert rerun(key, runs, [alert]) == "window"
     assert Alert.objects.get(pk=alert.pk).incident_id is None
+
+
+def test_runs_outside_the_worker_keep_no_state(fleet, make_integration, runs):
+    replay(fleet, make_integration, stop_after=30)
+    key = busiest_key()
+    rerun(key, runs)
+    KEPT.clear()
+    Alert.objects.filter(correlation_key=key).update(correlated=False)
+    correlation_run(key=key)  # as a person's action in a web process runs it
+    assert len(KEPT) == 0
+    assert rerun(key, runs) == "window"
