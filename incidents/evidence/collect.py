@@ -73,7 +73,8 @@ class _Answer:
 def evidence_enqueue(incident_ids: Iterable[int]) -> None:
     """Ask for a collection of each incident once its caller's transaction commits; one
     pending collection per incident is enough, since a run reads the incident as it is then
-    (the flag is taken after commit for the reason `correlation_enqueue` gives)."""
+    (the flag is taken after commit for the reason `correlation_enqueue` gives). With a broker
+    it starts `SETTLE_SECONDS` later, so a burst of changes costs one collection."""
     ids = sorted({int(pk) for pk in incident_ids if pk})
     if ids:
         transaction.on_commit(lambda: evidence_enqueue_now(ids), robust=True)
@@ -87,12 +88,20 @@ def evidence_enqueue_for_changes(incident_ids: Iterable[int]) -> None:
         evidence_enqueue(incident_ids)
 
 
+# A collection starts this long after the first change that asks for it, and the changes in
+# between ride on it: during an alert storm correlation changes the same incidents every second,
+# and each collection is dozens of Prometheus range queries.
+SETTLE_SECONDS = 10
+
+
 def evidence_enqueue_now(incident_ids: list[int]) -> None:
     from incidents.tasks import collect_evidence
 
     for incident_id in incident_ids:
-        if settings.CELERY_TASK_ALWAYS_EAGER or cache.add(pending_flag(incident_id), 1, timeout=60):
+        if settings.CELERY_TASK_ALWAYS_EAGER:
             collect_evidence.delay_on_commit(incident_id)
+        elif cache.add(pending_flag(incident_id), 1, timeout=SETTLE_SECONDS + 60):
+            collect_evidence.apply_async((incident_id,), countdown=SETTLE_SECONDS)
 
 
 def pending_flag(incident_id: int) -> str:

@@ -93,16 +93,16 @@ def test_collect_evidence_task_is_named_and_quiet_for_a_missing_incident():
 def test_evidence_enqueue_waits_for_commit_and_collapses_repeats(settings, django_capture_on_commit_callbacks):
     settings.CELERY_TASK_ALWAYS_EAGER = False
     cache.delete(collect.pending_flag(7))
-    with mock.patch("incidents.tasks.collect_evidence.delay_on_commit") as enqueue:
+    with mock.patch("incidents.tasks.collect_evidence.apply_async") as enqueue:
         with django_capture_on_commit_callbacks(execute=True):
             with transaction.atomic():
                 evidence_enqueue([7, 7])
                 assert cache.get(collect.pending_flag(7)) is None
                 enqueue.assert_not_called()
-        enqueue.assert_called_once_with(7)
+        enqueue.assert_called_once_with((7,), countdown=collect.SETTLE_SECONDS)  # a burst of changes rides on one
         with django_capture_on_commit_callbacks(execute=True):
             evidence_enqueue([7])  # still pending: nothing more
-        enqueue.assert_called_once_with(7)
+        enqueue.assert_called_once()
         evidence_collect(incident_id=7)  # a run clears the flag, so the next change enqueues again
         with django_capture_on_commit_callbacks(execute=True):
             evidence_enqueue([7])
