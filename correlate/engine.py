@@ -50,7 +50,7 @@ class _Entry:
     member: Member | None = None
     member_end: float | None = None
     index_keys: tuple[tuple[str, str], ...] = ()
-    edges: list[tuple["_Entry", "_Entry", str, float, str, Edge]] = field(default_factory=list)
+    edges: list[list] = field(default_factory=list)  # [cause, effect, rule, lag, relation, Edge or None]
     links: list["_Entry"] = field(default_factory=list)
     undo: list[tuple] = field(default_factory=list)
     sort_key: tuple[float, str] = ()
@@ -315,8 +315,11 @@ class _Partition:
         self.size[x.key] = 1
         self.agg[x.key] = [x.t, x.t, 1 if x.end_t is None else 0, self._influence_end(x), [x]]
         x.undo.append(("new", x.key))
-        for root in sorted(r for r in linked if engine.is_open(self.agg[r], x.t)):
-            self._union(self.find(root), self.find(x.key), x.undo)
+        if linked:
+            agg = self.agg
+            for root in sorted(linked) if len(linked) > 1 else linked:
+                if engine.is_open(agg[root], x.t):
+                    self._union(self.find(root), self.find(x.key), x.undo)
         if x.mode == "change":
             self.changes.append(x)
         else:
@@ -959,10 +962,10 @@ class Correlator:
         links: list[tuple[str, str]] = []
         for entry in entries:
             if entry.edges:
-                for cause, effect, _, _, _, edge in entry.edges:
-                    pair = (cause.key, effect.key)
+                for record in entry.edges:
+                    pair = (record[0].key, record[1].key)
                     if pair[0] in keys and pair[1] in keys and pair not in edges:
-                        edges[pair] = edge
+                        edges[pair] = record[5] or _made_edge(record)
             if entry.links:
                 key = entry.key
                 links.extend([(key, other.key) for other in entry.links if other.key in keys])
@@ -1020,8 +1023,15 @@ def _sort_key(entry: _Entry) -> tuple[float, str]:
     return entry.sort_key
 
 
-def _edge(cause: _Entry, effect: _Entry, rule_id: str, lag: float, relation: str) -> tuple:
-    return (cause, effect, rule_id, lag, relation, Edge(cause.key, effect.key, rule_id, lag, relation))
+def _edge(cause: _Entry, effect: _Entry, rule_id: str, lag: float, relation: str) -> list:
+    """A causal edge as link() finds it; its `Edge` is made once, when an incident first shows it."""
+    return [cause, effect, rule_id, lag, relation, None]
+
+
+def _made_edge(record: list) -> Edge:
+    cause, effect, rule_id, lag, relation, _ = record
+    record[5] = Edge(cause.key, effect.key, rule_id, lag, relation)
+    return record[5]
 
 
 def _tightest(relations_found: frozenset[str]) -> str:

