@@ -17,6 +17,7 @@ import zlib
 from contextlib import contextmanager
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.core.cache import cache
 from django.db import connection, transaction
 from django.db.models import Min
@@ -27,7 +28,7 @@ from correlate.events import Alert as EngineAlert
 from correlate.results import Decision as EngineDecision
 from correlate.results import Exclude, FalsePositive, Merge, Split
 from incidents.catalog import catalog
-from incidents.correlation.enqueue import pending_flag
+from incidents.correlation.enqueue import correlation_enqueue_now, pending_flag
 from incidents.correlation.keys import lookback
 from incidents.correlation.state import KEPT, KeyState
 from incidents.correlation.sync import incidents_sync
@@ -37,33 +38,56 @@ from incidents.models import Alert, CorrelationLock, Decision, Incident
 logger = logging.getLogger(__name__)
 
 
+# A backlog (an alert storm) is taken oldest first, at most this many alerts a run, each run
+# committed on its own: the first alerts reach their incidents while later ones still wait.
+SLICE_ALERTS = 1000
+
+
 def correlation_run(*, key: str, since: datetime | None = None, keep_state: bool = False) -> list[int]:
     """Correlate one key's new alerts and persist the result; returns the ids of incidents it touched.
     With `since`, recompute everything of the key from then on (the batch path). With
     `keep_state` (the correlation worker's task), keep the key's engine state for the next run in
-    this process; other callers (people's actions in a web process, `recorrelate`) leave none."""
+    this process; other callers (people's actions in a web process, `recorrelate`) leave none.
+
+    A run from the kept state takes at most `SLICE_ALERTS` alerts; when more wait, the worker
+    queues the key again behind the other keys of its shard (so one cluster's storm cannot hold
+    the others back), and an eager run (no broker) simply goes on."""
     cache.delete(pending_flag(key))
+    touched: list[int] = []
+    while True:
+        done, more = correlation_slice(key=key, since=since, keep_state=keep_state)
+        touched.extend(pk for pk in done if pk not in touched)
+        if not more:
+            return touched
+        if not settings.CELERY_TASK_ALWAYS_EAGER:
+            transaction.on_commit(lambda: correlation_enqueue_now([key]), robust=True)
+            return touched
+
+
+def correlation_slice(*, key: str, since: datetime | None, keep_state: bool) -> tuple[list[int], bool]:
+    """One run in one transaction: (ids of the incidents it touched, whether alerts still wait)."""
     started = time.perf_counter()
     current = catalog()
     kept = KEPT.take(key)
+    more = False
     with transaction.atomic():
         previous_token, token = lock_key(key)
         reason = "a batch run" if since is not None else stale_reason(kept, previous_token, current)
         touched, state = (None, None)
         if reason is None:
-            touched, state, reason = delta_run(key, kept, current)
+            touched, state, reason, more = delta_run(key, kept, current)
         if state is None:
             touched, state = window_run(key, since, current)
         evidence_enqueue_for_changes(touched)  # an incident that opened, grew or resolved needs its metrics again
     path = f"window ({reason})" if reason else "kept state"
-    logger.info("correlated %s from the %s: %d incidents written, %d alerts held, %.1f ms", key, path, len(touched),
-                len(state.rows) if state else 0, (time.perf_counter() - started) * 1000)
+    logger.info("correlated %s from the %s: %d incidents written, %d alerts held, %.1f ms%s", key, path, len(touched),
+                len(state.rows) if state else 0, (time.perf_counter() - started) * 1000, ", more waiting" if more else "")
     if state is not None and keep_state:
         # Kept at once, even inside a caller's transaction: should that roll back, the key's
         # stored token goes back with it and the next run rebuilds instead of using this state.
         state.token = token
         KEPT.keep(key, state)
-    return touched
+    return touched, more and state is not None and keep_state
 
 
 def stale_reason(state: KeyState | None, previous_token: str, current: Catalog) -> str | None:
@@ -100,24 +124,27 @@ def lock_key(key: str) -> tuple[str, str]:
     return previous, token
 
 
-def delta_run(key: str, state: KeyState, current: Catalog) -> tuple[list[int] | None, KeyState | None, str | None]:
-    """Feed the kept state the key's uncorrelated alerts: (touched, state, None), or
-    (None, None, why) when the state must be rebuilt instead."""
+def delta_run(key: str, state: KeyState, current: Catalog) -> tuple[list[int] | None, KeyState | None, str | None, bool]:
+    """Feed the kept state the key's oldest `SLICE_ALERTS` uncorrelated alerts:
+    (touched, state, None, whether more wait), or (None, None, why, False) when the state must be
+    rebuilt instead."""
     if decision_ids(key) != state.decisions:
-        return None, None, "a human decision"
-    fresh = list(Alert.objects.filter(correlation_key=key, correlated=False).order_by("starts_at", "pk"))
+        return None, None, "a human decision", False
+    fresh = list(Alert.objects.filter(correlation_key=key, correlated=False).order_by("id")[:SLICE_ALERTS + 1])
+    more = len(fresh) > SLICE_ALERTS
+    fresh = sorted(fresh[:SLICE_ALERTS], key=lambda row: (row.starts_at, row.id))
     if not fresh:
-        return [], state, None
+        return [], state, None, False
     if not state.can_take(fresh[0].starts_at, lookback(current)):
-        return None, None, "new alerts outside the state's window"
+        return None, None, "new alerts outside the state's window", False
     changed = state.add(fresh, [engine_alert(row) for row in fresh])
     result, rows = state.affected(changed, fresh)
     if not still_stored(rows):
-        return None, None, "alerts or incidents deleted"
+        return None, None, "alerts or incidents deleted", False
     before = {row.key: row.incident_id for row in rows}
     touched = incidents_sync(key=key, rows=rows, result=result)
     state.note_moves(rows, before)
-    return touched, state, None
+    return touched, state, None, more
 
 
 def still_stored(rows: list[Alert]) -> bool:

@@ -188,3 +188,33 @@ def test_runs_outside_the_worker_keep_no_state(fleet, make_integration, runs):
     correlation_run(key=key)  # as a person's action in a web process runs it
     assert len(KEPT) == 0
     assert rerun(key, runs) == "window"
+
+
+def test_a_backlog_is_taken_oldest_first_in_slices_and_the_key_queued_again(fleet, make_integration, runs, monkeypatch, settings,
+                                                                            django_capture_on_commit_callbacks):
+    from unittest import mock
+
+    from incidents.correlation import run
+
+    replay(fleet, make_integration, stop_after=60)
+    biggest = max(Incident.objects.filter(merged_into=None), key=lambda incident: (incident.alerts.count(), -incident.pk))
+    key, backlog = biggest.correlation_key, list(biggest.alerts.order_by("id"))
+    assert len(backlog) >= 5
+    KEPT.clear()
+    assert rerun(key, runs, backlog) == "window"
+    expected = snapshot()
+    monkeypatch.setattr(run, "SLICE_ALERTS", 2)
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    Alert.objects.filter(pk__in=[alert.pk for alert in backlog]).update(correlated=False)
+    with mock.patch.object(run, "correlation_enqueue_now") as queued_again:
+        with django_capture_on_commit_callbacks(execute=True):
+            correlation_run(key=key, keep_state=True)
+    queued_again.assert_called_once_with([key])
+    assert runs()[-1] == "kept state"
+    assert list(Alert.objects.filter(pk__in=[a.pk for a in backlog], correlated=True).order_by("id")) == backlog[:2]  # oldest first
+
+    settings.CELERY_TASK_ALWAYS_EAGER = True  # no broker: the run goes on until nothing waits
+    correlation_run(key=key, keep_state=True)
+    assert not Alert.objects.filter(correlated=False).exists()
+    assert runs()[-1] == "kept state"
+    assert snapshot() == expected
