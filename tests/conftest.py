@@ -161,17 +161,22 @@ def start_workers(transactional_db):
     redis.Redis.from_url(broker).flushdb()
     processes: list[subprocess.Popen] = []
 
-    def start(count: int = 1, concurrency: int = 2) -> list[subprocess.Popen]:
+    def start(count: int = 1, concurrency: int = 2, *, queues: str | None = None, extra_env: dict | None = None,
+              log: Path | None = None) -> list[subprocess.Popen]:
+        """`count` workers on `queues` (default: ingestion and correlation); with `log`, at INFO
+        level into that file."""
         from django.conf import settings
 
         from rootline.celery import app
 
         for _ in range(count):
             name = f"test-{os.getpid()}-{len(processes)}@%h"
+            output = open(log, "ab") if log else subprocess.DEVNULL
             processes.append(subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "rootline", "worker", "--loglevel", "WARNING", "--concurrency", str(concurrency),
-                 "-Q", f"rootline,{settings.CELERY_CORRELATION_QUEUE}", "--without-heartbeat", "--without-mingle", "--without-gossip", "-n", name],
-                cwd=ROOT, env=env, stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL,
+                [sys.executable, "-m", "celery", "-A", "rootline", "worker", "--loglevel", "INFO" if log else "WARNING",
+                 "--concurrency", str(concurrency), "-Q", queues or f"rootline,{settings.CELERY_CORRELATION_QUEUE}",
+                 "--without-heartbeat", "--without-mingle", "--without-gossip", "-n", name],
+                cwd=ROOT, env={**env, **(extra_env or {})}, stdout=output, stderr=subprocess.STDOUT if log else subprocess.DEVNULL,
             ))
         wait_until(lambda: len(app.control.ping(timeout=0.5) or []) >= len(processes), timeout=45,
                    what=f"{len(processes)} Celery workers to answer a ping")

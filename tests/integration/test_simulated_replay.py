@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import json
 import random
+import re
 import threading
 from pathlib import Path
 
@@ -138,3 +139,32 @@ def test_two_real_workers_with_interleaved_deliveries_lose_nothing_and_duplicate
     assert stored == expected
     visible = Incident.objects.visible()
     assert visible.count() == len([group for group in stored if group]) - Alert.objects.filter(incident=None).count()
+
+
+@pytest.mark.django_db(transaction=True)
+def test_sharded_correlation_workers_each_keep_their_clusters(fleet, live_server, make_integration, start_workers, settings, tmp_path):
+    """ROOTLINE_CORRELATION_SHARDS=2 as `make serve` runs it: an ingestion worker and one worker per
+    shard queue. Every cluster is correlated by one process only, which runs it from its kept
+    state, and the incidents are the engine's."""
+    settings.CORRELATION_SHARDS = 2
+    shards = {"ROOTLINE_CORRELATION_SHARDS": "2"}
+    start_workers(1, concurrency=2, queues="rootline", extra_env=shards)
+    logs = [tmp_path / "shard-0.log", tmp_path / "shard-1.log"]
+    for number, log in enumerate(logs):
+        start_workers(1, concurrency=1, queues=f"{settings.CELERY_CORRELATION_QUEUE}-{number}", extra_env=shards, log=log)
+    alerts_hook, changes_hook = make_integration("alertmanager"), make_integration("events")
+    session = requests.Session()
+    for hook, path in ((changes_hook, fleet / "changes.jsonl"), (alerts_hook, fleet / "alerts.jsonl")):
+        for body in bodies(path):
+            response = session.post(live_server.url + hook.path, data=body, headers={"Authorization": f"Bearer {hook.plain_token}"}, timeout=30)
+            assert response.status_code == 202, response.text
+    wait_until(quiet, timeout=180, interval=0.3, what="the shards to correlate every alert")
+    assert partition(stored_grouping()) == partition(offline(fleet))
+
+    runs = [re.findall(r"correlated (\S*) from the (kept state|window)", log.read_text()) for log in logs]
+    keys_by_shard = [{key for key, _ in shard} for shard in runs]
+    clusters = set(Alert.objects.values_list("correlation_key", flat=True))
+    assert keys_by_shard[0] | keys_by_shard[1] == clusters
+    assert not keys_by_shard[0] & keys_by_shard[1]  # a cluster never ran in both processes
+    assert all(keys_by_shard)  # and the clusters were spread over both
+    assert sum(path == "kept state" for shard in runs for _, path in shard) > sum(len(shard) for shard in runs) // 2
