@@ -20,7 +20,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection, transaction
-from django.db.models import Min
+from django.db.models import Min, Q
 
 from correlate.catalog import Catalog
 from correlate.engine import Correlator
@@ -49,7 +49,7 @@ def correlation_run(*, key: str, since: datetime | None = None, keep_state: bool
     `keep_state` (the correlation worker's task), keep the key's engine state for the next run in
     this process; other callers (people's actions in a web process, `recorrelate`) leave none.
 
-    A run from the kept state takes at most `SLICE_ALERTS` alerts; when more wait, the worker
+    A worker's run takes at most `SLICE_ALERTS` new alerts, oldest first; when more wait, the worker
     queues the key again behind the other keys of its shard (so one cluster's storm cannot hold
     the others back), and an eager run (no broker) simply goes on."""
     cache.delete(pending_flag(key))
@@ -74,10 +74,11 @@ def correlation_slice(*, key: str, since: datetime | None, keep_state: bool) -> 
         previous_token, token = lock_key(key)
         reason = "a batch run" if since is not None else stale_reason(kept, previous_token, current)
         touched, state = (None, None)
+        limit = SLICE_ALERTS if keep_state and since is None else None
         if reason is None:
-            touched, state, reason, more = delta_run(key, kept, current)
+            touched, state, reason, more = delta_run(key, kept, current, limit)
         if state is None:
-            touched, state = window_run(key, since, current)
+            touched, state, more = window_run(key, since, current, limit)
         evidence_enqueue_for_changes(touched)  # an incident that opened, grew or resolved needs its metrics again
     path = f"window ({reason})" if reason else "kept state"
     logger.info("correlated %s from the %s: %d incidents written, %d alerts held, %.1f ms%s", key, path, len(touched),
@@ -124,15 +125,14 @@ def lock_key(key: str) -> tuple[str, str]:
     return previous, token
 
 
-def delta_run(key: str, state: KeyState, current: Catalog) -> tuple[list[int] | None, KeyState | None, str | None, bool]:
-    """Feed the kept state the key's oldest `SLICE_ALERTS` uncorrelated alerts:
+def delta_run(key: str, state: KeyState, current: Catalog, limit: int | None) -> tuple[list[int] | None, KeyState | None, str | None, bool]:
+    """Feed the kept state the key's oldest `limit` uncorrelated alerts (all without a limit):
     (touched, state, None, whether more wait), or (None, None, why, False) when the state must be
     rebuilt instead."""
     if decision_ids(key) != state.decisions:
         return None, None, "a human decision", False
-    fresh = list(Alert.objects.filter(correlation_key=key, correlated=False).order_by("id")[:SLICE_ALERTS + 1])
-    more = len(fresh) > SLICE_ALERTS
-    fresh = sorted(fresh[:SLICE_ALERTS], key=lambda row: (row.starts_at, row.id))
+    fresh, more = oldest_first(Alert.objects.filter(correlation_key=key, correlated=False), limit)
+    fresh.sort(key=lambda row: (row.starts_at, row.id))
     if not fresh:
         return [], state, None, False
     if not state.can_take(fresh[0].starts_at, lookback(current)):
@@ -165,11 +165,20 @@ def count_stored(model, ids: list[int]) -> int:
         return cursor.fetchone()[0]
 
 
-def window_run(key: str, since: datetime | None, current: Catalog) -> tuple[list[int], KeyState | None]:
-    """Recompute the key's window from the database; the engine state it builds is kept."""
-    since, rows = window_alerts(key, since=since, span=lookback(current))
+def oldest_first(pending, limit: int | None) -> tuple[list, bool]:
+    """The first `limit` of `pending` in arrival order, and whether more wait."""
+    if limit is None:
+        return list(pending), False
+    taken = list(pending.order_by("id")[:limit + 1])
+    return taken[:limit], len(taken) > limit
+
+
+def window_run(key: str, since: datetime | None, current: Catalog, limit: int | None) -> tuple[list[int], KeyState | None, bool]:
+    """Recompute the key's window from the database (with `limit`, around only the oldest `limit`
+    uncorrelated alerts); the engine state it builds is kept. Returns whether more wait."""
+    since, rows, more = window_alerts(key, since=since, span=lookback(current), limit=limit)
     if not rows:
-        return [], None
+        return [], None, False
     decisions = list(Decision.objects.filter(correlation_key=key))
     correlator = Correlator(current, [engine_decision(d) for d in decisions])
     with gc_paused():
@@ -178,7 +187,7 @@ def window_run(key: str, since: datetime | None, current: Catalog) -> tuple[list
     before = {row.key: row.incident_id for row in rows}
     touched = incidents_sync(key=key, rows=rows, result=result)
     state.note_moves(rows, before)
-    return touched, state
+    return touched, state, more
 
 
 def decision_ids(key: str) -> tuple[int, ...]:
@@ -198,23 +207,33 @@ def gc_paused():
             gc.enable()
 
 
-def window_alerts(key: str, *, since: datetime | None, span: timedelta) -> tuple[datetime | None, list[Alert]]:
-    """The alerts a window run must see, and where the window starts: everything new (not yet
-    correlated) and what it can join, that is alerts starting within `span` before the earliest
+def window_alerts(key: str, *, since: datetime | None, span: timedelta,
+                  limit: int | None = None) -> tuple[datetime | None, list[Alert], bool]:
+    """The alerts a window run must see, where the window starts, and whether uncorrelated alerts
+    were left for a later run: everything new (not yet correlated; with `limit`, only the oldest
+    `limit` of it) and what it can join, that is alerts starting within `span` before the earliest
     new one, and every alert of an incident any of those belongs to (so an incident is never
     seen in part)."""
     alerts = Alert.objects.filter(correlation_key=key)
+    in_span, more = alerts, False
     if since is None:
-        earliest_new = alerts.filter(correlated=False).aggregate(first=Min("starts_at"))["first"]
+        pending = alerts.filter(correlated=False)
+        if limit is None:
+            earliest_new = pending.aggregate(first=Min("starts_at"))["first"]
+        else:
+            taken, more = oldest_first(pending.only("id", "starts_at"), limit)
+            earliest_new = min((row.starts_at for row in taken), default=None)
+            if more:
+                in_span = alerts.filter(Q(correlated=True) | Q(pk__in=[row.pk for row in taken]))
         if earliest_new is None:
-            return None, []
+            return None, [], False
         since = earliest_new - span
-    rows = {row.pk: row for row in alerts.filter(starts_at__gte=since)}
+    rows = {row.pk: row for row in in_span.filter(starts_at__gte=since)}
     incident_ids = {row.incident_id for row in rows.values() if row.incident_id}
     if incident_ids:
         for row in alerts.filter(incident_id__in=incident_ids).exclude(pk__in=list(rows)):
             rows[row.pk] = row
-    return since, sorted(rows.values(), key=lambda row: (row.starts_at, row.pk))
+    return since, sorted(rows.values(), key=lambda row: (row.starts_at, row.pk)), more
 
 
 def engine_alert(row: Alert) -> EngineAlert:

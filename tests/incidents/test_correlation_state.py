@@ -218,3 +218,37 @@ def test_a_backlog_is_taken_oldest_first_in_slices_and_the_key_queued_again(flee
     assert not Alert.objects.filter(correlated=False).exists()
     assert runs()[-1] == "kept state"
     assert snapshot() == expected
+
+
+def test_a_window_run_takes_a_backlog_in_slices_too(fleet, make_integration, runs, monkeypatch, settings,
+                                                     django_capture_on_commit_callbacks):
+    from unittest import mock
+
+    from incidents.correlation import run
+
+    alerts_hook = make_integration("alertmanager")
+    alert_bodies = bodies(fleet / "alerts.jsonl")
+    for body in alert_bodies[:40]:
+        receive(alerts_hook, body)
+    correlate_pending()
+    for body in alert_bodies[40:70]:  # a backlog nobody has correlated yet
+        receive(alerts_hook, body)
+    key = busiest_key()
+    backlog = list(Alert.objects.filter(correlation_key=key, correlated=False).order_by("id"))
+    assert len(backlog) > 3
+    KEPT.clear()
+    monkeypatch.setattr(run, "SLICE_ALERTS", 2)
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    with mock.patch.object(run, "correlation_enqueue_now") as queued_again:
+        with django_capture_on_commit_callbacks(execute=True):
+            correlation_run(key=key, keep_state=True)
+    queued_again.assert_called_once_with([key])
+    assert runs()[-1] == "window"
+    assert list(Alert.objects.filter(pk__in=[a.pk for a in backlog], correlated=True).order_by("id")) == backlog[:2]
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    correlation_run(key=key, keep_state=True)
+    correlate_pending()
+    assert not Alert.objects.filter(correlated=False).exists()
+    sliced = snapshot()
+    call_command("recorrelate", "--since", "2026-03-13T00:00:00Z", stdout=open("/dev/null", "w"))
+    assert snapshot() == sliced
