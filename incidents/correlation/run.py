@@ -237,9 +237,11 @@ def window_alerts(key: str, *, since: datetime | None, span: timedelta,
 
 
 def engine_alert(row: Alert) -> EngineAlert:
-    labels = dict(row.labels)
+    """The engine's view of a stored alert; it shares the row's label and annotation dicts (the
+    engine only reads them, and a kept state holds both for every alert of its window)."""
+    labels = row.labels
     if row.kind == Alert.Kind.CHANGE:
-        labels.update({"failure_mode": "change", "layer": "process"})
+        labels = {**labels, "failure_mode": "change", "layer": "process"}
     return EngineAlert(
         fingerprint=row.fingerprint, starts_at=row.starts_at, labels=labels, annotations=row.annotations,
         ends_at=row.ends_at, status=row.status, generator_url=row.generator_url,
