@@ -96,3 +96,44 @@ def test_batches_of_any_size_agree_with_one_batch(alerts, data):
     correlator.add_many(arrival[:cut])
     correlator.add_many(arrival[cut:])
     assert shape(correlator.incidents()) == expected
+
+
+def storm(waves: int, pods: int) -> list[Alert]:
+    """Cascades over many pods of two models at once: every alert inside everyone's horizon."""
+    alerts = []
+    for wave in range(waves):
+        for step, name in enumerate(["LLMKVFragmentationHigh", "LLMContainerOOMKilled", "KubePodCrashLooping",
+                                     "LLMQueueWaitHigh", "LLMTTFTp99High"]):
+            at = BASE_DAY + timedelta(seconds=wave * 20 + step * 4)
+            for number in range(pods):
+                model = f"llama-3-8b-{number % 2}"
+                labels = {"cluster": "c1", "namespace": "llm", "model_name": model}
+                if name != "LLMTTFTp99High":
+                    labels.update(pod=f"vllm-{model}-7d9f8b6c5d-{number:05d}", node=f"n{number // 4}")
+                alerts.append(make_alert(name, at, **labels))
+    return list({a.key: a for a in alerts}.values())
+
+
+@settings(max_examples=8, deadline=None)
+@given(data=st.data())
+def test_a_storm_in_any_batches_agrees_with_one_batch(data):
+    alerts = storm(waves=4, pods=24)
+    expected = shape(correlate(alerts, catalog=CATALOG))
+    arrival = data.draw(st.permutations(alerts))
+    correlator = Correlator(CATALOG)
+    size = data.draw(st.integers(1, 60))
+    for start in range(0, len(arrival), size):
+        correlator.add_many(arrival[start:start + size])
+    assert shape(correlator.incidents()) == expected
+
+
+def test_a_storm_records_only_the_edges_ranking_can_use():
+    alerts = storm(waves=6, pods=40)
+    correlator = Correlator(CATALOG)
+    incidents = correlator.add_many(alerts)
+    assert max(len(i.members) for i in incidents) > 200
+    # Every linking pair recorded would be ~130 edges and ~120 links per alert here.
+    recorded = [(len(e.edges), len(e.links)) for e in correlator._entries.values()]
+    assert sum(edges for edges, _ in recorded) < 5 * len(alerts)
+    assert sum(links for _, links in recorded) < 2 * len(alerts)
+    assert all(len(i.chain) == len(i.members) for i in incidents)
