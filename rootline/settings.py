@@ -178,7 +178,13 @@ CELERY_TASK_DEFAULT_QUEUE = "rootline"
 # seconds and runs of one key wait on each other's lock, so on the shared queue an alert storm
 # let them hold every worker process and ingestion stopped (bench/ingest, 2026-11-29).
 CELERY_CORRELATION_QUEUE = os.environ.get("ROOTLINE_CORRELATION_QUEUE", "rootline-correlation")
-CELERY_TASK_ROUTES = {"incidents.correlate_key": {"queue": CELERY_CORRELATION_QUEUE}}
+# Evidence collection (Prometheus range queries, seconds when Prometheus is slow) on its own queue
+# too: a burst of collections, or a slow Prometheus, must not hold up the storing of alerts.
+CELERY_EVIDENCE_QUEUE = os.environ.get("ROOTLINE_EVIDENCE_QUEUE", "rootline-evidence")
+CELERY_TASK_ROUTES = {
+    "incidents.correlate_key": {"queue": CELERY_CORRELATION_QUEUE},
+    "incidents.collect_evidence": {"queue": CELERY_EVIDENCE_QUEUE},
+}
 # With N > 1 shards, a key's runs always go to the same queue of N (`<queue>-0` ... `<queue>-N-1`,
 # chosen by a hash of the key), each served by one process that keeps its keys' engine state
 # between runs (incidents/correlation/state.py). Every process that enqueues must use the same N.

@@ -163,7 +163,7 @@ def start_workers(transactional_db):
 
     def start(count: int = 1, concurrency: int = 2, *, queues: str | None = None, extra_env: dict | None = None,
               log: Path | None = None) -> list[subprocess.Popen]:
-        """`count` workers on `queues` (default: ingestion and correlation); with `log`, at INFO
+        """`count` workers on `queues` (default: ingestion, correlation and evidence); with `log`, at INFO
         level into that file."""
         from django.conf import settings
 
@@ -174,7 +174,7 @@ def start_workers(transactional_db):
             output = open(log, "ab") if log else subprocess.DEVNULL
             processes.append(subprocess.Popen(
                 [sys.executable, "-m", "celery", "-A", "rootline", "worker", "--loglevel", "INFO" if log else "WARNING",
-                 "--concurrency", str(concurrency), "-Q", queues or f"rootline,{settings.CELERY_CORRELATION_QUEUE}",
+                 "--concurrency", str(concurrency), "-Q", queues or f"rootline,{settings.CELERY_CORRELATION_QUEUE},{settings.CELERY_EVIDENCE_QUEUE}",
                  "--without-heartbeat", "--without-mingle", "--without-gossip", "-n", name],
                 cwd=ROOT, env={**env, **(extra_env or {})}, stdout=output, stderr=subprocess.STDOUT if log else subprocess.DEVNULL,
             ))

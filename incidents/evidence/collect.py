@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import math
+import time
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -88,24 +89,34 @@ def evidence_enqueue_for_changes(incident_ids: Iterable[int]) -> None:
         evidence_enqueue(incident_ids)
 
 
-# A collection starts this long after the first change that asks for it, and the changes in
-# between ride on it: during an alert storm correlation changes the same incidents every second,
-# and each collection is dozens of Prometheus range queries.
+# A collection starts this long after the first change that asks for it, and no sooner than this
+# long after the incident's previous collection started; the changes in between ride on it: during
+# an alert storm correlation changes the same incidents every second, and each collection is
+# dozens of Prometheus range queries.
 SETTLE_SECONDS = 10
+MIN_INTERVAL_SECONDS = 60
 
 
 def evidence_enqueue_now(incident_ids: list[int]) -> None:
     from incidents.tasks import collect_evidence
 
+    now = time.time()
     for incident_id in incident_ids:
         if settings.CELERY_TASK_ALWAYS_EAGER:
             collect_evidence.delay_on_commit(incident_id)
-        elif cache.add(pending_flag(incident_id), 1, timeout=SETTLE_SECONDS + 60):
-            collect_evidence.apply_async((incident_id,), countdown=SETTLE_SECONDS)
+            continue
+        last = cache.get(last_started_key(incident_id))
+        countdown = max(SETTLE_SECONDS, (last + MIN_INTERVAL_SECONDS - now) if last else 0)
+        if cache.add(pending_flag(incident_id), 1, timeout=int(countdown) + 60):
+            collect_evidence.apply_async((incident_id,), countdown=countdown)
 
 
 def pending_flag(incident_id: int) -> str:
     return f"rootline:evidence-pending:{incident_id}"
+
+
+def last_started_key(incident_id: int) -> str:
+    return f"rootline:evidence-started:{incident_id}"
 
 
 def incidents_overlapping(start: datetime, end: datetime) -> list[int]:
@@ -137,6 +148,7 @@ def evidence_window(alerts: list[Alert], now: datetime) -> Window:
 
 def evidence_collect(*, incident_id: int, now: datetime | None = None) -> CollectResult:
     cache.delete(pending_flag(incident_id))
+    cache.set(last_started_key(incident_id), time.time(), timeout=MIN_INTERVAL_SECONDS)
     now = now or django_timezone.now()
     incident = Incident.objects.filter(pk=incident_id).first()
     if incident is None:

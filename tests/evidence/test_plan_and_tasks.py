@@ -103,11 +103,14 @@ def test_evidence_enqueue_waits_for_commit_and_collapses_repeats(settings, djang
         with django_capture_on_commit_callbacks(execute=True):
             evidence_enqueue([7])  # still pending: nothing more
         enqueue.assert_called_once()
-        evidence_collect(incident_id=7)  # a run clears the flag, so the next change enqueues again
+        evidence_collect(incident_id=7)  # a run clears the flag, so the next change enqueues again,
         with django_capture_on_commit_callbacks(execute=True):
             evidence_enqueue([7])
         assert enqueue.call_count == 2
+        countdown = enqueue.call_args.kwargs["countdown"]  # but no sooner than a minute after that run began
+        assert collect.MIN_INTERVAL_SECONDS - 5 < countdown <= collect.MIN_INTERVAL_SECONDS
     cache.delete(collect.pending_flag(7))
+    cache.delete(collect.last_started_key(7))
 
 
 @pytest.mark.django_db
