@@ -56,7 +56,8 @@ def rank(members: list[Member], edges: list[Edge], links: list[tuple[str, str]],
         incoming.setdefault(edge.effect, []).append(edge)
     total_others = max(len(members) - 1, 1)
     wanted = max(1, catalog.settings.max_candidates)
-    sources = [m for m in members if m.key not in incoming or all(e.cause == m.key for e in incoming[m.key])]
+    caused = {edge.effect for edge in edges if edge.cause != edge.effect}
+    sources = [m for m in members if m.key not in caused]
     source_keys = {m.key for m in sources}
     if len(sources) > SOURCE_LIMIT:
         sources = sorted(sources, key=lambda m: (-m.depth, order[m.key]))[:SOURCE_LIMIT]

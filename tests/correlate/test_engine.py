@@ -1,4 +1,5 @@
 import random
+from dataclasses import fields
 
 from correlate.catalog import load_catalog
 from correlate.engine import Correlator, correlate
@@ -258,3 +259,13 @@ def test_condensed_reach_counts_what_the_plain_walk_counts():
         condensed = _Reachability(members, edges, links)
         for key in keys:
             assert condensed.count(key) == _reach(key, outgoing, neighbours, by_key)
+
+
+def test_members_and_edges_are_the_dataclasses_they_claim_to_be():
+    incidents = correlate(fragmentation_chain(), catalog=CATALOG)
+    for incident in incidents:
+        for member in incident.members:
+            assert set(vars(member)) == {f.name for f in fields(Member)} and Member(**vars(member)) == member
+        for edge in incident.edges:
+            assert set(vars(edge)) == {f.name for f in fields(Edge)} and Edge(**vars(edge)) == edge
+    assert any(incident.edges for incident in incidents)
