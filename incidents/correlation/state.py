@@ -27,6 +27,9 @@ from correlate.results import Incident as EngineIncident
 from incidents.models import Alert
 
 MAX_KEPT_KEYS = 256
+# Alerts held by all of a process's states together (each costs ~14 KB with its engine entry):
+# past this, the least recently used states are dropped and their keys rebuild from the window.
+MAX_KEPT_ALERTS = 200_000
 
 
 @dataclass(eq=False)
@@ -104,10 +107,12 @@ class KeyState:
 
 
 class KeptStates:
-    """The process's states, at most `limit` keys, least recently used dropped first."""
+    """The process's states, at most `limit` keys and `alert_limit` alerts held in all, least
+    recently used dropped first (the state just kept always stays)."""
 
-    def __init__(self, limit: int = MAX_KEPT_KEYS) -> None:
+    def __init__(self, limit: int = MAX_KEPT_KEYS, alert_limit: int = MAX_KEPT_ALERTS) -> None:
         self.limit = limit
+        self.alert_limit = alert_limit
         self._states: OrderedDict[str, KeyState] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -119,8 +124,10 @@ class KeptStates:
         with self._lock:
             self._states[key] = state
             self._states.move_to_end(key)
-            while len(self._states) > self.limit:
-                self._states.popitem(last=False)
+            held = sum(len(kept.rows) for kept in self._states.values())
+            while len(self._states) > 1 and (len(self._states) > self.limit or held > self.alert_limit):
+                _, dropped = self._states.popitem(last=False)
+                held -= len(dropped.rows)
 
     def clear(self) -> None:
         with self._lock:

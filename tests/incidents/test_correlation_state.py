@@ -252,3 +252,19 @@ def test_a_window_run_takes_a_backlog_in_slices_too(fleet, make_integration, run
     sliced = snapshot()
     call_command("recorrelate", "--since", "2026-03-13T00:00:00Z", stdout=open("/dev/null", "w"))
     assert snapshot() == sliced
+
+
+def test_kept_states_are_bounded_by_keys_and_by_alerts_held():
+    from incidents.correlation.state import KeptStates, KeyState
+
+    def state_of(size: int) -> KeyState:
+        return KeyState(correlator=None, catalog=None, since=None, decisions=(), rows={str(n): None for n in range(size)})
+
+    kept = KeptStates(limit=3, alert_limit=100)
+    for key in "abcd":
+        kept.keep(key, state_of(10))
+    assert len(kept) == 3 and kept.take("a") is None  # the least recently used key went first
+    kept.keep("big", state_of(95))
+    assert len(kept) == 1 and kept.take("big") is not None  # too many alerts held: the others went
+    kept.keep("huge", state_of(500))
+    assert len(kept) == 1  # a state over the bound alone is still kept
