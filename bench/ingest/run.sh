@@ -96,7 +96,9 @@ ours() {  # label batch n
   local label=$1 batch=$2 n=$3 before out wall ok t_end t_start
   before=$(api_count)
   python3 "$HERE/cpu.py" snap "$WORK/cpu.$label.json"
-  out=$(timeout $((MAX_SECONDS + 120)) "$PY" "$TESTBED/peer_bench.py" http --label "$label" --url "$BASE$HOOK_PATH" \
+  # /usr/bin/time: the load client's own CPU (it exits before cpu.py's second snapshot).
+  out=$(/usr/bin/time -f '%U %S' -o "$WORK/client.$label.time" timeout $((MAX_SECONDS + 120)) "$PY" "$TESTBED/peer_bench.py" http \
+        --label "$label" --url "$BASE$HOOK_PATH" \
         --format am-webhook --batch "$batch" -n "$n" -c "$C" --max-seconds "$MAX_SECONDS" --header 'Authorization: Bearer T')
   t_end=$(python3 "$TESTBED/tbutil.py" now)
   echo "$out" | tee -a "$RES"
@@ -110,7 +112,11 @@ import json, sys
 d = json.loads(sys.stdin.read()); d["alerts"] = int(sys.argv[1]); d["send_wall_s"] = float(sys.argv[2])
 d["processed_alerts_per_s"] = round(d["alerts"] / d["since_load_start_s"], 1)
 print(json.dumps(d))' "$ok" "$wall" | tee -a "$RES"
-  APP_PGID=$SERVE_PID python3 "$HERE/cpu.py" diff "$WORK/cpu.$label.json" "$label" | tee -a "$RES"
+  APP_PGID=$SERVE_PID python3 "$HERE/cpu.py" diff "$WORK/cpu.$label.json" "$label" | python3 -c '
+import json, sys
+d = json.loads(sys.stdin.read()); user, system = open(sys.argv[1]).read().split()[-2:]
+d["cpu_s"]["load_client"] = round(float(user) + float(system), 2)  # its whole run, body building included
+print(json.dumps(d))' "$WORK/client.$label.time" | tee -a "$RES"
 }
 
 ours rootline_am_webhook_batch1 1 "$N1"
