@@ -180,9 +180,12 @@ def _chain(members: list[Member], edges: list[Edge], root: str, order: dict[str,
     heapq.heapify(heap)
     done: set[str] = set()
     out: list[str] = []
+    earliest_left = 0  # members are in onset order (`order`), so the first one not done is the earliest
     while len(out) < len(members):
         if not heap:
-            rest = min((k for k in indegree if k not in done), key=order.__getitem__)
+            while members[earliest_left].key in done:
+                earliest_left += 1
+            rest = members[earliest_left].key
             heap.append((1, order[rest], rest))
         _, _, key = heapq.heappop(heap)
         if key in done:
