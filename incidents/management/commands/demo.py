@@ -4,8 +4,10 @@ nothing."""
 from __future__ import annotations
 
 import json
+import logging
 import secrets
 import tempfile
+from contextlib import contextmanager
 from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
@@ -40,7 +42,7 @@ class Command(BaseCommand):
         username, password = admin_login()
         alerts_integration = demo_integration(Integration.Kind.ALERTMANAGER, "demo-alertmanager")
         changes_integration = demo_integration(Integration.Kind.EVENTS, "demo-changes")
-        with tempfile.TemporaryDirectory(prefix="rootline-demo-") as folder:
+        with tempfile.TemporaryDirectory(prefix="rootline-demo-") as folder, quiet_task_logs():
             simulator.simulate(scenario, start, DEMO_SEED, folder)
             replay_bodies(Path(folder) / "alerts.jsonl", alerts_integration)
             replay_bodies(Path(folder) / "changes.jsonl", changes_integration)
@@ -103,3 +105,19 @@ def replay_actions(path: Path) -> int:
         except (ReplayError, ActionError):
             continue  # an action the simulated people took on a state it no longer fits
     return applied
+
+
+@contextmanager
+def quiet_task_logs():
+    """The demo runs every task eagerly: a line per task and per correlation run would bury the
+    login it prints at the end."""
+    loggers = [logging.getLogger(name) for name in ("celery.app.trace", "incidents.correlation.run")]
+    levels = [logger.level for logger in loggers]
+    for logger in loggers:
+        logger.setLevel(logging.WARNING)
+    try:
+        yield
+    finally:
+        for logger, level in zip(loggers, levels):
+            logger.setLevel(level)
+
