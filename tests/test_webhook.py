@@ -261,3 +261,27 @@ def test_zero_starts_at_alert_resent_in_a_changed_group_stays_one_occurrence(mak
     deliver(integration, am_body(dict(zero, status="resolved", endsAt="2026-11-29T03:00:00Z"), status="resolved"))
     alert = Alert.objects.get(alertname="GrafanaKVHigh")
     assert alert.status == "resolved" and alert.ends_at >= alert.starts_at  # timed by arrival, so it cannot end before
+
+
+@pytest.mark.django_db
+def test_events_trigger_with_other_labels_marks_the_occurrence_for_correlation(make_integration):
+    from incidents import services
+    from incidents.tasks import process_delivery
+
+    integration = make_integration("events")
+
+    def trigger(ratio: float) -> None:
+        body = json.dumps({"routing_key": integration.plain_token, "event_action": "trigger", "dedup_key": "kv-b",
+                           "payload": {"summary": "KV cache full", "source": "vllm-b", "severity": "critical",
+                                       "timestamp": "2026-11-29T01:00:00Z",
+                                       "custom_details": {"alertname": "VLLMKVCacheFull", "pod": "vllm-b-1", "ratio": ratio}}})
+        receipt = services.delivery_receive(integration=integration, body=body.encode(), headers={})
+        process_delivery(receipt.body["delivery"])
+
+    trigger(0.97)
+    Alert.objects.update(correlated=True)
+    trigger(0.97)  # the same labels again: nothing for correlation to redo
+    assert Alert.objects.get().correlated is True
+    trigger(0.99)
+    alert = Alert.objects.get()
+    assert alert.labels["ratio"] == "0.99" and alert.correlated is False

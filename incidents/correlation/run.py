@@ -137,6 +137,8 @@ def delta_run(key: str, state: KeyState, current: Catalog, limit: int | None) ->
         return [], state, None, False
     if not state.can_take(fresh[0].starts_at, lookback(current)):
         return None, None, "new alerts outside the state's window", False
+    if state.relabelled(fresh):
+        return None, None, "a known alert's labels changed", False
     changed = state.add(fresh, [engine_alert(row) for row in fresh])
     result, rows = state.affected(changed, fresh)
     if not still_stored(rows):

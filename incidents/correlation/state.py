@@ -57,6 +57,15 @@ class KeyState:
         reach = earliest_new - span
         return self.since <= reach <= self.since + span
 
+    def relabelled(self, fresh: list[Alert]) -> bool:
+        """Whether an alert the state holds came back with other labels (an Events API trigger
+        updates a firing occurrence): the engine takes a known alert's end, not new labels."""
+        for row in fresh:
+            held = self.rows.get(row.key)
+            if held is not None and held.labels != row.labels:
+                return True
+        return False
+
     def add(self, fresh: list[Alert], engine_alerts: list) -> list[EngineIncident]:
         for row in fresh:
             self.rows[row.key] = row

@@ -185,9 +185,12 @@ def event_apply(*, integration: Integration, delivery: Delivery, event: ParsedAl
     current = Alert.objects.select_for_update().filter(fingerprint=event.fingerprint, status=Alert.Status.FIRING).order_by("-starts_at").first()
     if event.event_action == "trigger":
         if current is not None:
+            relabelled = current.labels != event.labels
             current.labels, current.annotations = event.labels, event.annotations
             current.alertname = event.alertname[:255]
-            current.save(update_fields=["labels", "annotations", "alertname"])
+            if relabelled:  # its layer, failure mode or scope may differ now: correlate it again
+                current.correlated = False
+            current.save(update_fields=["labels", "annotations", "alertname"] + (["correlated"] if relabelled else []))
             return
         if Alert.objects.filter(fingerprint=event.fingerprint, starts_at=event.starts_at).exists():
             return  # the same trigger again, after its resolve: a replay, not a new occurrence

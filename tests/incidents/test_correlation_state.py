@@ -268,3 +268,17 @@ def test_kept_states_are_bounded_by_keys_and_by_alerts_held():
     assert len(kept) == 1 and kept.take("big") is not None  # too many alerts held: the others went
     kept.keep("huge", state_of(500))
     assert len(kept) == 1  # a state over the bound alone is still kept
+
+
+def test_an_alert_that_comes_back_with_other_labels_makes_the_next_run_rebuild(fleet, make_integration, runs):
+    replay(fleet, make_integration, stop_after=50)
+    key = busiest_key()
+    alert = Alert.objects.filter(correlation_key=key, kind=Alert.Kind.ALERT).order_by("-starts_at").first()
+    rerun(key, runs, [alert])
+    assert rerun(key, runs, [alert]) == "kept state"
+    assert alert.failure_mode != "gpu_error"
+    Alert.objects.filter(pk=alert.pk).update(labels={**alert.labels, "layer": "hardware", "failure_mode": "gpu_error"})
+    assert rerun(key, runs, [alert]) == "window"
+    alert.refresh_from_db()
+    assert (alert.layer, alert.failure_mode) == ("hardware", "gpu_error")
+    assert rerun(key, runs, [alert]) == "kept state"
