@@ -56,6 +56,16 @@ def stored_grouping():
     return grouping_from_document(selectors.incidents_as_truth())
 
 
+def post_fleet(fleet: Path, live_server, make_integration) -> None:
+    """The fleet's changes, then its alert bodies, through the live server's webhooks."""
+    alerts_hook, changes_hook = make_integration("alertmanager"), make_integration("events")
+    session = requests.Session()
+    for hook, path in ((changes_hook, fleet / "changes.jsonl"), (alerts_hook, fleet / "alerts.jsonl")):
+        for body in bodies(path):
+            response = session.post(live_server.url + hook.path, data=body, headers={"Authorization": f"Bearer {hook.plain_token}"}, timeout=30)
+            assert response.status_code == 202, response.text
+
+
 def quiet() -> bool:
     return not Delivery.objects.filter(status="pending").exists() and not Alert.objects.filter(correlated=False).exists()
 
@@ -70,12 +80,7 @@ def processing(request, settings):
 @pytest.mark.django_db(transaction=True)
 def test_replay_through_the_webhook_scores_as_the_engine_offline(fleet, live_server, make_integration, processing):
     truth = json.loads((fleet / "truth.json").read_text())
-    alerts_hook, changes_hook = make_integration("alertmanager"), make_integration("events")
-    session = requests.Session()
-    for hook, path in ((changes_hook, fleet / "changes.jsonl"), (alerts_hook, fleet / "alerts.jsonl")):
-        for body in bodies(path):
-            response = session.post(live_server.url + hook.path, data=body, headers={"Authorization": f"Bearer {hook.plain_token}"}, timeout=30)
-            assert response.status_code == 202, response.text
+    post_fleet(fleet, live_server, make_integration)
     wait_until(quiet, timeout=120, interval=0.3, what="every delivery processed and every alert correlated")
     engine, app = score("engine", truth, offline(fleet)), score("app", truth, stored_grouping())
     assert partition(stored_grouping()) == partition(offline(fleet))
@@ -152,12 +157,7 @@ def test_sharded_correlation_workers_each_keep_their_clusters(fleet, live_server
     logs = [tmp_path / "shard-0.log", tmp_path / "shard-1.log"]
     for number, log in enumerate(logs):
         start_workers(1, concurrency=1, queues=f"{settings.CELERY_CORRELATION_QUEUE}-{number}", extra_env=shards, log=log)
-    alerts_hook, changes_hook = make_integration("alertmanager"), make_integration("events")
-    session = requests.Session()
-    for hook, path in ((changes_hook, fleet / "changes.jsonl"), (alerts_hook, fleet / "alerts.jsonl")):
-        for body in bodies(path):
-            response = session.post(live_server.url + hook.path, data=body, headers={"Authorization": f"Bearer {hook.plain_token}"}, timeout=30)
-            assert response.status_code == 202, response.text
+    post_fleet(fleet, live_server, make_integration)
     wait_until(quiet, timeout=180, interval=0.3, what="the shards to correlate every alert")
     assert partition(stored_grouping()) == partition(offline(fleet))
 
