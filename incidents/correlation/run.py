@@ -9,12 +9,10 @@ to repeat and the same alerts give the same incidents whatever order they came i
 """
 from __future__ import annotations
 
-import gc
 import logging
 import time
 import uuid
 import zlib
-from contextlib import contextmanager
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -33,6 +31,7 @@ from incidents.correlation.keys import lookback
 from incidents.correlation.state import KEPT, KeyState
 from incidents.correlation.sync import incidents_sync
 from incidents.evidence.collect import evidence_enqueue_for_changes
+from incidents.gc_pause import gc_paused
 from incidents.models import Alert, CorrelationLock, Decision, Incident
 
 logger = logging.getLogger(__name__)
@@ -88,7 +87,7 @@ def correlation_slice(*, key: str, since: datetime | None, keep_state: bool) -> 
         # stored token goes back with it and the next run rebuilds instead of using this state.
         state.token = token
         KEPT.keep(key, state)
-    return touched, more and state is not None and keep_state
+    return touched, more  # only a worker's run (keep_state) takes a limited slice
 
 
 def stale_reason(state: KeyState | None, previous_token: str, current: Catalog) -> str | None:
@@ -184,30 +183,12 @@ def window_run(key: str, since: datetime | None, current: Catalog, limit: int | 
     decisions = list(Decision.objects.filter(correlation_key=key))
     correlator = Correlator(current, [engine_decision(d) for d in decisions])
     result = correlator.add_many([engine_alert(row) for row in rows])
-    state = KeyState.from_window(correlator, current, since, tuple(d.pk for d in decisions), rows)
-    before = {row.key: row.incident_id for row in rows}
     touched = incidents_sync(key=key, rows=rows, result=result)
-    state.note_moves(rows, before)
-    return touched, state, more
+    return touched, KeyState.from_window(correlator, current, since, tuple(d.pk for d in decisions), rows), more
 
 
 def decision_ids(key: str) -> tuple[int, ...]:
     return tuple(Decision.objects.filter(correlation_key=key).values_list("pk", flat=True))
-
-
-@contextmanager
-def gc_paused():
-    """No cyclic garbage collection during a run: a run builds many long-lived objects and few
-    garbage cycles, and the collections it would trigger walk every state the worker keeps (a
-    fifth of a storm run's CPU: `bench/correlate/storm_cluster.py --gc on|paused`, 452-456 against
-    357-373 µs an alert). The run's garbage is collected after it, as usual."""
-    enabled = gc.isenabled()
-    gc.disable()
-    try:
-        yield
-    finally:
-        if enabled:
-            gc.enable()
 
 
 def window_alerts(key: str, *, since: datetime | None, span: timedelta,

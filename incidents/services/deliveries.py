@@ -8,7 +8,6 @@ re-sends groups when they change and every repeat_interval, and retries 5xx.
 from __future__ import annotations
 
 import atexit
-import gc
 import hashlib
 import logging
 import os
@@ -16,7 +15,6 @@ import threading
 import time
 import weakref
 from collections.abc import Callable, Iterable
-from contextlib import contextmanager
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
@@ -28,8 +26,9 @@ from django.db.models import F
 from django.utils import timezone
 
 from incidents.correlation import correlation_enqueue, correlation_key_of
+from incidents.gc_pause import gc_paused
 from incidents.ingest import ParsedAlert, PayloadError, parser_for
-from incidents.models import Alert, Delivery, Integration
+from incidents.models import Delivery, Integration
 from incidents.services.alerts import View, alerts_upsert, split_by_handling, upsert_views
 from incidents.services.integrations import RootlineError
 
@@ -331,21 +330,6 @@ def deliveries_process_pending(*, limit: int = DRAIN_BATCH) -> int:
         if deliveries:
             deliveries_process(deliveries)
     return len(deliveries)
-
-
-@contextmanager
-def gc_paused():
-    """No cyclic garbage collection while a batch is processed: its parsed alerts (50,000 in a
-    batch of 100-alert bodies) hold no cycles and are freed by reference counting, but each
-    collection walked them all again (a quarter of the worker's CPU per alert)."""
-    if not gc.isenabled():
-        yield
-        return
-    gc.disable()
-    try:
-        yield
-    finally:
-        gc.enable()
 
 
 def deliveries_process_one_by_one(*, limit: int = DRAIN_BATCH) -> int:

@@ -121,6 +121,10 @@ def rerun(key: str, runs, alerts=None) -> str:
     return path
 
 
+def biggest_incident() -> Incident:
+    return max(Incident.objects.filter(merged_into=None), key=lambda incident: (incident.alerts.count(), -incident.pk))
+
+
 def busiest_key() -> str:
     keys = list(Alert.objects.exclude(correlation_key="").values_list("correlation_key", flat=True))
     return max(sorted(set(keys)), key=keys.count)
@@ -139,7 +143,7 @@ def test_a_run_in_another_process_makes_the_next_run_rebuild(fleet, make_integra
 def test_incidents_deleted_by_hand_make_the_next_run_rebuild(fleet, make_integration, runs):
     replay(fleet, make_integration, stop_after=60)
     expected = snapshot()
-    biggest = max(Incident.objects.filter(merged_into=None), key=lambda incident: (incident.alerts.count(), -incident.pk))
+    biggest = biggest_incident()
     key, members = biggest.correlation_key, list(biggest.alerts.order_by("starts_at"))
     assert len(members) >= 3
     rerun(key, runs, members)
@@ -197,7 +201,7 @@ def test_a_backlog_is_taken_oldest_first_in_slices_and_the_key_queued_again(flee
     from incidents.correlation import run
 
     replay(fleet, make_integration, stop_after=60)
-    biggest = max(Incident.objects.filter(merged_into=None), key=lambda incident: (incident.alerts.count(), -incident.pk))
+    biggest = biggest_incident()
     key, backlog = biggest.correlation_key, list(biggest.alerts.order_by("id"))
     assert len(backlog) >= 5
     KEPT.clear()
