@@ -61,3 +61,11 @@ def test_correlation_shards_must_be_a_small_whole_number(tmp_path):
     for bad in ("0", "two", "-1", "65"):
         result = run_settings(tmp_path, ROOTLINE_CORRELATION_SHARDS=bad)
         assert result.returncode != 0 and "ROOTLINE_CORRELATION_SHARDS must be a whole number from 1 to 64" in result.stderr, bad
+
+
+def test_correlation_pace_is_whole_milliseconds_up_to_a_minute(tmp_path):
+    for good in ("0", "250", "60000"):
+        assert run_settings(tmp_path, ROOTLINE_CORRELATION_PACE_MS=good).returncode == 0, good
+    for bad in ("-5", "0.5", "fast", "60001"):
+        result = run_settings(tmp_path, ROOTLINE_CORRELATION_PACE_MS=bad)
+        assert result.returncode != 0 and "ROOTLINE_CORRELATION_PACE_MS must be a whole number of milliseconds" in result.stderr, bad

@@ -13,6 +13,7 @@ from django.core.cache import cache
 from django.db import transaction
 
 from incidents import correlation
+from incidents.correlation import enqueue
 
 pytestmark = pytest.mark.django_db
 
@@ -20,10 +21,11 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def queued(settings):
     settings.CELERY_TASK_ALWAYS_EAGER = False
-    cache.delete(correlation.pending_flag("c1"))
+    flags = [correlation.pending_flag("c1"), enqueue.last_run_flag("c1")]
+    cache.delete_many(flags)
     with mock.patch("incidents.tasks.correlate_key.apply_async") as apply_async:
         yield apply_async
-    cache.delete(correlation.pending_flag("c1"))
+    cache.delete_many(flags)
 
 
 def test_the_flag_is_taken_after_commit_and_one_run_is_queued(queued, django_capture_on_commit_callbacks):
@@ -62,3 +64,30 @@ def test_with_shards_a_key_always_goes_to_the_same_queue_and_keys_spread(queued,
     assert all(correlation.correlation_queue(key) == queue for key, queue in queues.items())
     for key in keys:
         cache.delete(correlation.pending_flag(key))
+
+
+def test_a_key_that_ran_within_the_pace_waits_for_the_rest_of_it(queued, settings, django_capture_on_commit_callbacks):
+    settings.CORRELATION_PACE_SECONDS = 0.25
+    with django_capture_on_commit_callbacks(execute=True):
+        correlation.correlation_enqueue(["c1"])  # quiet until now: at once
+    assert "countdown" not in queued.call_args.kwargs
+    cache.delete(correlation.pending_flag("c1"))  # the run starts: it clears the flag, notes its start
+    enqueue.note_run_started("c1")
+    with django_capture_on_commit_callbacks(execute=True):
+        correlation.correlation_enqueue(["c1"])
+    assert queued.call_count == 2
+    assert 0.2 < queued.call_args.kwargs["countdown"] <= 0.25
+
+
+def test_a_slice_that_left_alerts_waiting_requeues_its_key_unpaced(queued, settings):
+    settings.CORRELATION_PACE_SECONDS = 0.25
+    enqueue.note_run_started("c1")
+    correlation.correlation_enqueue_now(["c1"], paced=False)
+    queued.assert_called_once_with(("c1",), queue="rootline-correlation")
+
+
+def test_no_pace_queues_at_once(queued, settings):
+    settings.CORRELATION_PACE_SECONDS = 0
+    enqueue.note_run_started("c1")
+    correlation.correlation_enqueue_now(["c1"])
+    queued.assert_called_once_with(("c1",), queue="rootline-correlation")

@@ -213,7 +213,7 @@ def test_a_backlog_is_taken_oldest_first_in_slices_and_the_key_queued_again(flee
     with mock.patch.object(run, "correlation_enqueue_now") as queued_again:
         with django_capture_on_commit_callbacks(execute=True):
             correlation_run(key=key, keep_state=True)
-    queued_again.assert_called_once_with([key])
+    queued_again.assert_called_once_with([key], paced=False)  # behind the shard's other keys, without waiting a pace
     assert runs()[-1] == "kept state"
     assert list(Alert.objects.filter(pk__in=[a.pk for a in backlog], correlated=True).order_by("id")) == backlog[:2]  # oldest first
 
@@ -246,7 +246,7 @@ def test_a_window_run_takes_a_backlog_in_slices_too(fleet, make_integration, run
     with mock.patch.object(run, "correlation_enqueue_now") as queued_again:
         with django_capture_on_commit_callbacks(execute=True):
             correlation_run(key=key, keep_state=True)
-    queued_again.assert_called_once_with([key])
+    queued_again.assert_called_once_with([key], paced=False)  # behind the shard's other keys, without waiting a pace
     assert runs()[-1] == "window"
     assert list(Alert.objects.filter(pk__in=[a.pk for a in backlog], correlated=True).order_by("id")) == backlog[:2]
     settings.CELERY_TASK_ALWAYS_EAGER = True
