@@ -44,7 +44,13 @@ def webhook(request: HttpRequest, kind: str, integration_id: int) -> HttpRespons
 
     Alertmanager retries only 5xx, so a 4xx here is final for the sender: only bodies that are
     truly unusable get one, and they are kept as rejected deliveries for replay. Under gunicorn,
-    `rootline.wsgi` calls this view directly, without the middleware a webhook does not need."""
+    `rootline.wsgi` calls `webhook_answer` directly, without the middleware a webhook does not
+    need, and adds never_cache's headers itself."""
+    return webhook_answer(request, kind, integration_id)
+
+
+def webhook_answer(request: HttpRequest, kind: str, integration_id: int) -> HttpResponse:
+    """The webhook view without its decorators (see `webhook`)."""
     if kind not in Integration.Kind.values:
         return json_error(404, f"unknown webhook kind {kind!r}")
     if request.method != "POST":

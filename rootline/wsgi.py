@@ -22,9 +22,11 @@ from django.core.exceptions import DisallowedHost  # noqa: E402
 from django.core.handlers.exception import response_for_exception  # noqa: E402
 from django.core.handlers.wsgi import WSGIRequest, get_script_name  # noqa: E402
 from django.db import DEFAULT_DB_ALIAS, connections  # noqa: E402
+from django.utils.cache import add_never_cache_headers  # noqa: E402
 from django.middleware.clickjacking import XFrameOptionsMiddleware  # noqa: E402
 from django.middleware.security import SecurityMiddleware  # noqa: E402
 from django.urls import set_script_prefix  # noqa: E402
+from django.utils.http import http_date  # noqa: E402
 from django.utils.log import log_response  # noqa: E402
 
 from incidents import views  # noqa: E402
@@ -85,7 +87,7 @@ def webhook_application(environ, start_response, kind: str, integration_id: int)
     connection.close_if_unusable_or_obsolete()  # what close_old_connections does per request
     connection.health_check_done = True  # no SELECT 1: the view retries a dropped connection once
     try:
-        response = security.process_request(request) or views.webhook(request, kind, integration_id)
+        response = security.process_request(request) or never_cached(views.webhook_answer(request, kind, integration_id))
     except Exception as exc:  # noqa: BLE001 - as Django's handler: a 500 page, logged
         response = response_for_exception(request, exc)
     response = security.process_response(request, frame_options.process_response(request, response))
@@ -96,6 +98,21 @@ def webhook_application(environ, start_response, kind: str, integration_id: int)
     start_response(f"{response.status_code} {response.reason_phrase}", list(response.items()))
     connection.close_if_unusable_or_obsolete()  # as request_finished would (max age, errors)
     return [response.content]
+
+
+def never_cached(response):
+    """The headers `never_cache` adds to the view's answer (`add_never_cache_headers`), set
+    directly: its general header merging cost a webhook more than the rest of the answer."""
+    if not response.has_header("Expires"):
+        response.headers["Expires"] = http_date()
+    if not response.has_header("Cache-Control"):
+        response.headers["Cache-Control"] = NEVER_CACHE
+    else:
+        add_never_cache_headers(response)
+    return response
+
+
+NEVER_CACHE = "max-age=0, no-cache, no-store, must-revalidate, private"
 
 
 # The ~80,000 objects of the loaded app go to the permanent generation: a full collection in a

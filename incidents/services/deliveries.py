@@ -115,14 +115,8 @@ def delivery_insert(delivery: Delivery) -> bool:
     `save()` needed a look-up first and a savepoint. False: nothing stored, a body seen before."""
     alias = router.db_for_write(Delivery)
     connection = connections[alias]
-    meta = Delivery._meta
-    fields = [field for field in meta.concrete_fields if not field.primary_key]
-    quote = connection.ops.quote_name
     postgresql = connection.vendor == "postgresql"
-    sql = "INSERT INTO {} ({}) VALUES ({}) ON CONFLICT DO NOTHING RETURNING {}".format(
-        quote(meta.db_table), ", ".join(quote(field.column) for field in fields),
-        ", ".join("%b" if postgresql and field.name == "body" else "%s" for field in fields), quote(meta.pk.column),
-    )
+    sql, fields = insert_statement(alias, connection)
     params = [field.get_db_prep_save(field.pre_save(delivery, True), connection) for field in fields]
     with (body_cursor(connection) if postgresql else connection.cursor()) as cursor:
         cursor.execute(sql, params)
@@ -133,6 +127,25 @@ def delivery_insert(delivery: Delivery) -> bool:
     delivery._state.adding = False
     delivery._state.db = alias
     return True
+
+
+INSERT_STATEMENTS: dict[tuple[str, str], tuple[str, list]] = {}
+
+
+def insert_statement(alias: str, connection) -> tuple[str, list]:
+    """`delivery_insert`'s SQL and fields, built once per database (a webhook's hot path)."""
+    cached = INSERT_STATEMENTS.get((alias, connection.vendor))
+    if cached is None:
+        meta = Delivery._meta
+        fields = [field for field in meta.concrete_fields if not field.primary_key]
+        quote = connection.ops.quote_name
+        postgresql = connection.vendor == "postgresql"
+        sql = "INSERT INTO {} ({}) VALUES ({}) ON CONFLICT DO NOTHING RETURNING {}".format(
+            quote(meta.db_table), ", ".join(quote(field.column) for field in fields),
+            ", ".join("%b" if postgresql and field.name == "body" else "%s" for field in fields), quote(meta.pk.column),
+        )
+        cached = INSERT_STATEMENTS[(alias, connection.vendor)] = (sql, fields)
+    return cached
 
 
 def body_cursor(connection) -> CursorWrapper:
