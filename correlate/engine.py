@@ -82,6 +82,9 @@ class _Partition:
         self.entries: list[_Entry] = []
         self.sort_keys: list[tuple[float, str]] = []
         self.index: dict[tuple[str, str], list[_Entry]] = {}
+        # The workload/model buckets again, split by failure mode number (each in event-time
+        # order): a scan reads there only the modes that can link beyond one pod/GPU/node.
+        self.by_mode: dict[tuple[str, str], dict[int, list[_Entry]]] = {}
         self.changes: list[_Entry] = []
         self.topology = Topology(grace=engine.topology_grace)
         self.parent: dict[str, str] = {}
@@ -208,11 +211,20 @@ class _Partition:
                 agg = self.agg[root]
                 agg[0], agg[1], agg[2], agg[3] = old_agg
                 del agg[4][old_len:]
+        mode_id = entry.mode_id
         for index_key in entry.index_keys:
             bucket = self.index[index_key]
             bucket.pop()
             if not bucket:
                 del self.index[index_key]
+            if index_key[0] in _WIDE_KEYS:
+                modes = self.by_mode[index_key]
+                same_mode = modes[mode_id]
+                same_mode.pop()
+                if not same_mode:
+                    del modes[mode_id]
+                    if not modes:
+                        del self.by_mode[index_key]
         if self.changes and self.changes[-1] is entry:
             self.changes.pop()
         entry.undo = []
@@ -253,7 +265,7 @@ class _Partition:
         horizon = x_t - engine._reach_by_later.get(x_mode, min(tight_window, engine.window))
         engine._stamp += 1
         stamp = engine._stamp
-        index = self.index
+        index, by_mode = self.index, self.by_mode
         pod_nodes, pod_gpus = topology.pod_nodes, topology.pod_gpus
         pod_versions = topology.pod_versions
         link = engine._link  # the gap was checked just above
@@ -261,46 +273,54 @@ class _Partition:
         needs = engine._needs_for(x_mode)  # [earlier mode id] -> what a pair could still add
         kept = _Kept(x, self)
         wide_mode = engine._wide_modes_for(x_mode)
-        all_modes = engine._all_modes
         for index_key in self._scan_keys(x, x.own_scan) if x_mode != "change" else ():
-            bucket = index.get(index_key)
-            if not bucket:
-                continue
-            # A workload/model bucket is read only for modes that can link to x there; any other
-            # pair needs the same pod, GPU or node, and their buckets are read in full.
-            reads = wide_mode if index_key[0] in _WIDE_KEYS else all_modes
-            for y in reversed(bucket):  # x joins the index only after the scan
-                y_t = y.t
-                if y_t < horizon:
-                    break
-                if y.stamp == stamp or not reads[y.mode_id]:
+            # A workload/model bucket is read only for modes that can link to x there, one mode
+            # after another (what is kept from one component never depends on another mode's
+            # alerts, so only the order inside a mode, newest first, matters); any other pair
+            # needs the same pod, GPU or node, and their buckets are read in full.
+            if index_key[0] in _WIDE_KEYS:
+                modes = by_mode.get(index_key)
+                if not modes:
                     continue
-                # link() rejects a pair beyond its modes' widest gap first; checked here to skip
-                # the placement lookup too.
-                dt = x_t - y_t
-                if dt > windows[y.mode_id]:
+                runs = [same_mode for mode_id, same_mode in modes.items() if wide_mode[mode_id]]
+            else:
+                bucket = index.get(index_key)
+                if not bucket:
                     continue
-                y.stamp = stamp
-                kin = y.kin
-                while kin.kin is not kin:
-                    kin = kin.kin
-                if kin in kept.marks and kept.adds_nothing(y, kin, needs[y.mode_id], dt):
-                    continue
-                pod = y.scope.pod
-                if pod and (pod in pod_nodes or pod in pod_gpus):  # topology.knows(pod)
-                    cached = y.placement  # _placement's cache, read inline on its fast path
-                    if cached is not None and x_t >= cached[1] and cached[0] == pod_versions.get(pod, 0):
-                        y_nodes, y_gpus = cached[2], cached[3]
+                runs = (bucket,)
+            for run in runs:
+                for y in reversed(run):  # x joins the index only after the scan
+                    y_t = y.t
+                    if y_t < horizon:
+                        break
+                    if y.stamp == stamp:
+                        continue
+                    # link() rejects a pair beyond its modes' widest gap first; checked here to
+                    # skip the placement lookup too.
+                    dt = x_t - y_t
+                    if dt > windows[y.mode_id]:
+                        continue
+                    y.stamp = stamp
+                    kin = y.kin
+                    while kin.kin is not kin:
+                        kin = kin.kin
+                    if kin in kept.marks and kept.adds_nothing(y, kin, needs[y.mode_id], dt):
+                        continue
+                    pod = y.scope.pod
+                    if pod and (pod in pod_nodes or pod in pod_gpus):  # topology.knows(pod)
+                        cached = y.placement  # _placement's cache, read inline on its fast path
+                        if cached is not None and x_t >= cached[1] and cached[0] == pod_versions.get(pod, 0):
+                            y_nodes, y_gpus = cached[2], cached[3]
+                        else:
+                            y_nodes, y_gpus = self._placement(y, x_t)
                     else:
-                        y_nodes, y_gpus = self._placement(y, x_t)
-                else:
-                    y_nodes, y_gpus = y.nodes, y.gpus
-                found = link(y, x, y_nodes, y_gpus, dt, plans)
-                if found:
-                    root = self.find(y.key)
-                    linked.add(root)
-                    if found != _LINK or y.mode_id == x.mode_id:
-                        kept.settle(y, kin, root, found)
+                        y_nodes, y_gpus = y.nodes, y.gpus
+                    found = link(y, x, y_nodes, y_gpus, dt, plans)
+                    if found:
+                        root = self.find(y.key)
+                        linked.add(root)
+                        if found != _LINK or y.mode_id == x.mode_id:
+                            kept.settle(y, kin, root, found)
         if x.mode != "change":
             change_horizon = x.t - max(engine.change_window, engine.rule_edit_window)
             for i in range(len(self.changes) - 1, -1, -1):
@@ -323,8 +343,11 @@ class _Partition:
         if x.mode == "change":
             self.changes.append(x)
         else:
+            index, by_mode, mode_id = self.index, self.by_mode, x.mode_id
             for index_key in keys:
-                self.index.setdefault(index_key, []).append(x)
+                index.setdefault(index_key, []).append(x)
+                if index_key[0] in _WIDE_KEYS:
+                    by_mode.setdefault(index_key, {}).setdefault(mode_id, []).append(x)
             x.index_keys = keys
 
     def _placement(self, y: _Entry, at: float) -> tuple[frozenset[str], frozenset[str]]:
@@ -558,7 +581,6 @@ class Correlator:
         self._link_plans: dict[str, list[tuple[tuple, tuple]]] = {}
         self._link_needs: dict[str, list[tuple[float, bool, bool]]] = {}
         self._wide_modes: dict[str, list[bool]] = {}
-        self._all_modes: list[bool] = []
         self._scope_shapes: dict[tuple, Scope] = {}
         self._classes: dict[tuple, Classification] = {}
         self._scopes: dict[tuple, Scope] = {}
@@ -602,7 +624,6 @@ class Correlator:
                 rules = self._rule_pairs.get((mode, later), ()) + self._rule_pairs.get((later, mode), ())
                 found[number] = mode == later or any(scope - _LOCAL for _, _, scope in rules)
             self._wide_modes[later] = found
-            self._all_modes = [True] * len(_MODE_IDS)
         return found
 
     def _needs_for(self, later: str) -> list[tuple[float, bool, bool]]:
@@ -958,20 +979,21 @@ class Correlator:
         return [e for e in partition.members(gid[2]) if e.key not in pins]
 
     def _build(self, entries: list[_Entry]) -> Incident:
-        keys = {e.key for e in entries}
-        members = [self._member(e) for e in entries]
-        edges: dict[tuple[str, str], Edge] = {}
+        inside = set(entries)
+        members = self._members(entries)
+        # Each pair is recorded once, on the later alert of the two (a scan compares a neighbour
+        # once), so an entry's records need only the other end checked against the incident.
+        edges: list[Edge] = []
         links: list[tuple[str, str]] = []
         for entry in entries:
             if entry.edges:
                 for record in entry.edges:
-                    pair = (record[0].key, record[1].key)
-                    if pair[0] in keys and pair[1] in keys and pair not in edges:
-                        edges[pair] = record[5] or _made_edge(record)
+                    if (record[1] if record[0] is entry else record[0]) in inside:
+                        edges.append(record[5] or _made_edge(record))
             if entry.links:
                 key = entry.key
-                links.extend([(key, other.key) for other in entry.links if other.key in keys])
-        ranked = rank(members, list(edges.values()), links, self.catalog)
+                links.extend([(key, other.key) for other in entry.links if other in inside])
+        ranked = rank(members, edges, links, self.catalog)
         ends = [m.ends_at for m in members]
         ended_at = max(ends) if ends and all(e is not None for e in ends) else None  # type: ignore[type-var]
         return Incident(
@@ -983,6 +1005,13 @@ class Correlator:
             started_at=min([m.starts_at for m in members]),  # Member.starts_at is as_utc(alert.starts_at)
             ended_at=ended_at,
         )
+
+    def _members(self, entries: list[_Entry]) -> list[Member]:
+        """_member() of each, its cache read inline (big incidents are rebuilt on every update)."""
+        if self._false_positive:
+            return [self._member(e) for e in entries]
+        # No alert is flagged, so no cached member is either: it holds while its end is the same.
+        return [e.member if e.member is not None and e.member_end == e.end_t else self._member(e) for e in entries]
 
     def _member(self, entry: _Entry) -> Member:
         """Members are rebuilt for every changed incident, so each is cached until its alert changes."""

@@ -47,36 +47,38 @@ def rank(members: list[Member], edges: list[Edge], links: list[tuple[str, str]],
         score = COVERAGE_WEIGHT + DEPTH_WEIGHT * only.depth / 100.0 + SOURCE_WEIGHT
         text = explain(only, [], {only.key: only}, 0, 1, catalog)
         return Ranked((), (only.key,), (RootCandidate(only.key, round(min(1.0, 0.5 * score + 0.5), 3), text),))
-    by_key = {m.key: m for m in members}
+    # Members are numbered by their position (onset order): the graph work below runs on lists
+    # and ints, which big incidents rebuilt on every update need.
     order = {m.key: i for i, m in enumerate(members)}
-    outgoing: dict[str, list[Edge]] = {}
-    incoming: dict[str, list[Edge]] = {}
-    for edge in edges:
-        outgoing.setdefault(edge.cause, []).append(edge)
-        incoming.setdefault(edge.effect, []).append(edge)
+    graph = _Graph(members, edges, order)
     total_others = max(len(members) - 1, 1)
     wanted = max(1, catalog.settings.max_candidates)
-    caused = {edge.effect for edge in edges if edge.cause != edge.effect}
-    sources = [m for m in members if m.key not in caused]
-    source_keys = {m.key for m in sources}
+    caused = {effect for cause, effect in zip(graph.causes, graph.effects) if cause != effect}
+    depth = [m.depth for m in members]
+
+    def deepest_first(i: int) -> tuple[int, int]:
+        return (-depth[i], i)
+
+    sources = [i for i in range(len(members)) if i not in caused]
     if len(sources) > SOURCE_LIMIT:
-        sources = sorted(sources, key=lambda m: (-m.depth, order[m.key]))[:SOURCE_LIMIT]
-    others = [m for m in members if m.key not in source_keys] if len(sources) < wanted else []
-    others.sort(key=lambda m: (-m.depth, order[m.key]))
+        sources = sorted(sources, key=deepest_first)[:SOURCE_LIMIT]
+    others = sorted(caused, key=deepest_first) if len(sources) < wanted else []
     scored: list[tuple[float, int, str, int]] = []
-    reach_of = _Reachability(members, edges, links)
-    for member in sources + others[: wanted - len(sources)]:
-        reach = reach_of.count(member.key)
+    reach_of = _Reachability.of_graph(members, graph, [(order[a], order[b]) for a, b in links])
+    for i in sources + others[: wanted - len(sources)]:
+        member = members[i]
+        reach = reach_of.count_index(i)
         coverage = reach / total_others if len(members) > 1 else 1.0
-        depth = member.depth / 100.0
-        is_source = member.key in source_keys
-        score = COVERAGE_WEIGHT * coverage + DEPTH_WEIGHT * depth + (SOURCE_WEIGHT if is_source else 0.0)
+        is_source = i not in caused
+        score = COVERAGE_WEIGHT * coverage + DEPTH_WEIGHT * (member.depth / 100.0) + (SOURCE_WEIGHT if is_source else 0.0)
         if not is_source:
             score *= NON_SOURCE_PENALTY
-        scored.append((score, -order[member.key], member.key, reach))
+        scored.append((score, -i, member.key, reach))
     scored.sort(reverse=True)
     top = scored[:wanted]
     total_score = sum(s for s, *_ in top) or 1.0
+    by_key = {m.key: m for m in members}
+    outgoing = _outgoing_of({key for _, _, key, _ in top}, edges)
     candidates = tuple(
         RootCandidate(
             alert_key=key,
@@ -85,9 +87,28 @@ def rank(members: list[Member], edges: list[Edge], links: list[tuple[str, str]],
         )
         for score, _, key, reach in top
     )
-    root = candidates[0].alert_key
-    tree = _best_incoming(members, incoming, catalog)
-    return Ranked(edges=tree, chain=_chain(members, edges, root, order), candidates=candidates)
+    root = order[candidates[0].alert_key]
+    tree = _best_incoming(members, edges, graph, depth)
+    return Ranked(edges=tree, chain=_chain(members, graph, root), candidates=candidates)
+
+
+class _Graph:
+    """An incident's causal edges as (cause, effect) member numbers, in the order given."""
+
+    __slots__ = ("causes", "effects")
+
+    def __init__(self, members: list[Member], edges: list[Edge], order: dict[str, int]) -> None:
+        self.causes = [order[edge.cause] for edge in edges]
+        self.effects = [order[edge.effect] for edge in edges]
+
+
+def _outgoing_of(keys: set[str], edges: list[Edge]) -> dict[str, list[Edge]]:
+    """The edges out of a few candidates (only the explained ones need them), in the order given."""
+    outgoing: dict[str, list[Edge]] = {}
+    for edge in edges:
+        if edge.cause in keys:
+            outgoing.setdefault(edge.cause, []).append(edge)
+    return outgoing
 
 
 def _reach(start: str, outgoing: dict[str, list[Edge]], neighbours: dict[str, list[str]], by_key: dict[str, Member]) -> int:
@@ -114,89 +135,137 @@ class _Reachability:
     own along causal edges, less itself; one pass over the links and edges serves every start.
     """
 
+    __slots__ = ("component", "size", "after", "order")
+
     def __init__(self, members: list[Member], edges: list[Edge], links: list[tuple[str, str]]) -> None:
-        mode = {m.key: m.failure_mode for m in members}
-        parent = {m.key: m.key for m in members}
+        order = {m.key: i for i, m in enumerate(members)}
+        self._condense(members, _Graph(members, edges, order), [(order[a], order[b]) for a, b in links])
+        self.order = order
 
-        def find(key: str) -> str:
-            while parent[key] != key:
-                parent[key] = parent[parent[key]]
-                key = parent[key]
-            return key
+    @classmethod
+    def of_graph(cls, members: list[Member], graph: _Graph, links: list[tuple[int, int]]) -> "_Reachability":
+        reach = cls.__new__(cls)
+        reach._condense(members, graph, links)
+        return reach
 
+    def _condense(self, members: list[Member], graph: _Graph, links: list[tuple[int, int]]) -> None:
+        mode = [m.failure_mode for m in members]
+        parent = list(range(len(members)))
         for a, b in links:
             if mode[a] == mode[b]:
-                ra, rb = find(a), find(b)
-                if ra != rb:
-                    parent[rb] = ra
-        self.component = {key: find(key) for key in parent}
-        self.size: dict[str, int] = {}
-        for root in self.component.values():
-            self.size[root] = self.size.get(root, 0) + 1
-        self.after: dict[str, set[str]] = {}
-        component = self.component
-        for edge in edges:
-            cause, effect = component[edge.cause], component[edge.effect]
+                while parent[a] != a:
+                    parent[a] = a = parent[parent[a]]
+                while parent[b] != b:
+                    parent[b] = b = parent[parent[b]]
+                if a != b:
+                    parent[b] = a
+        component = parent  # roots written in place: every member's entry becomes its root
+        for i in range(len(component)):
+            root = component[i]
+            while component[root] != root:
+                root = component[root]
+            component[i] = root
+        size = [0] * len(component)
+        for root in component:
+            size[root] += 1
+        after: dict[int, set[int]] = {}
+        for cause, effect in zip(graph.causes, graph.effects):
+            cause, effect = component[cause], component[effect]
             if cause != effect:
-                self.after.setdefault(cause, set()).add(effect)
+                found = after.get(cause)
+                if found is None:
+                    after[cause] = {effect}
+                else:
+                    found.add(effect)
+        self.component, self.size, self.after = component, size, after
 
     def count(self, start: str) -> int:
+        return self.count_index(self.order[start])
+
+    def count_index(self, start: int) -> int:
         first = self.component[start]
         seen = {first}
         stack = [first]
         total = 0
+        size, after = self.size, self.after
         while stack:
             node = stack.pop()
-            total += self.size[node]
-            for other in self.after.get(node, ()):
+            total += size[node]
+            for other in after.get(node, ()):
                 if other not in seen:
                     seen.add(other)
                     stack.append(other)
         return total - 1
 
 
-def _best_incoming(members: list[Member], incoming: dict[str, list[Edge]], catalog: Catalog) -> tuple[Edge, ...]:
+def _best_incoming(members: list[Member], edges: list[Edge], graph: _Graph, depth: list[int]) -> tuple[Edge, ...]:
     """One edge per effect: its most direct cause (the shortest lag), so the tree reads cleanly."""
-    depth = {m.key: m.depth for m in members}
-    chosen: list[Edge] = []
-    for member in members:
-        options = incoming.get(member.key)
-        if options:
-            if len(options) == 1:
-                chosen.append(options[0])
-            else:
-                chosen.append(min(options, key=lambda e: (e.lag_seconds < 0, abs(e.lag_seconds), -depth[e.cause], e.cause)))
-    return tuple(chosen)
-
-
-def _chain(members: list[Member], edges: list[Edge], root: str, order: dict[str, int]) -> tuple[str, ...]:
-    """All alerts, causes before effects (Kahn's order), the root first, ties by onset."""
-    indegree = {m.key: 0 for m in members}
-    successors: dict[str, list[str]] = {}
-    for edge in edges:
-        successors.setdefault(edge.cause, []).append(edge.effect)
-        indegree[edge.effect] += 1
-    heap = [(0 if k == root else 1, order[k], k) for k, d in indegree.items() if d == 0 or k == root]
-    heapq.heapify(heap)
-    done: set[str] = set()
-    out: list[str] = []
-    earliest_left = 0  # members are in onset order (`order`), so the first one not done is the earliest
-    while len(out) < len(members):
-        if not heap:
-            while members[earliest_left].key in done:
-                earliest_left += 1
-            rest = members[earliest_left].key
-            heap.append((1, order[rest], rest))
-        _, _, key = heapq.heappop(heap)
-        if key in done:
+    best: dict[int, int] = {}  # effect -> number of its edge chosen so far
+    lags = [edge.lag_seconds for edge in edges]
+    causes = graph.causes
+    for number, effect in enumerate(graph.effects):
+        held = best.get(effect)
+        if held is None:
+            best[effect] = number
             continue
-        done.add(key)
-        out.append(key)
-        for nxt in successors.get(key, ()):
+        # _directness() compared on its first two parts inline: the full key only on a tie.
+        lag, held_lag = lags[number], lags[held]
+        if (lag < 0) != (held_lag < 0):
+            better = held_lag < 0
+        elif abs(lag) != abs(held_lag):
+            better = abs(lag) < abs(held_lag)
+        else:
+            better = _directness(edges[number], depth[causes[number]]) < _directness(edges[held], depth[causes[held]])
+        if better:
+            best[effect] = number
+    return tuple([edges[best[i]] for i in sorted(best)])
+
+
+def _directness(edge: Edge, cause_depth: int) -> tuple:
+    lag = edge.lag_seconds
+    return (lag < 0, abs(lag), -cause_depth, edge.cause)
+
+
+def _chain(members: list[Member], graph: _Graph, root: int) -> tuple[str, ...]:
+    """All alerts, causes before effects (Kahn's order), the root first, ties by onset."""
+    count = len(members)
+    indegree = [0] * count
+    successors: dict[int, list[int]] = {}
+    for cause, effect in zip(graph.causes, graph.effects):
+        found = successors.get(cause)
+        if found is None:
+            successors[cause] = [effect]
+        else:
+            found.append(effect)
+        indegree[effect] += 1
+    # Member numbers are onset order, so a heap of numbers pops the earliest ready alert.
+    heap = [i for i in range(count) if indegree[i] == 0 and i != root]
+    heapq.heapify(heap)
+    done = bytearray(count)
+    out: list[int] = []
+    earliest_left = 0  # the first member not done is the earliest (cycles fall back to it)
+    pop, push = heapq.heappop, heapq.heappush
+    current = root
+    while True:
+        done[current] = 1
+        out.append(current)
+        if len(out) == count:
+            break
+        for nxt in successors.get(current, ()):
             indegree[nxt] -= 1
-            if indegree[nxt] <= 0 and nxt not in done:
-                heapq.heappush(heap, (1, order[nxt], nxt))
-    return tuple(out)
+            if indegree[nxt] <= 0 and not done[nxt]:
+                push(heap, nxt)
+        current = -1
+        while heap:
+            candidate = pop(heap)
+            if not done[candidate]:
+                current = candidate
+                break
+        if current < 0:
+            while done[earliest_left]:
+                earliest_left += 1
+            current = earliest_left
+    return tuple([members[i].key for i in out])
 
 
 def _clock(moment: datetime) -> str:

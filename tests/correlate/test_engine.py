@@ -1,10 +1,11 @@
+import heapq
 import random
 from dataclasses import fields
 
 from correlate.catalog import load_catalog
 from correlate.engine import Correlator, correlate
 from correlate.events import RESOLVED, Alert
-from correlate.ranking import _Reachability, _reach
+from correlate.ranking import _Reachability, _reach, rank
 from correlate.results import Edge, Exclude, FalsePositive, Member, Merge, Split
 from correlate.testing import BASE_DAY, clock, make_alert
 from correlate.topology import Scope
@@ -269,3 +270,54 @@ def test_members_and_edges_are_the_dataclasses_they_claim_to_be():
         for edge in incident.edges:
             assert set(vars(edge)) == {f.name for f in fields(Edge)} and Edge(**vars(edge)) == edge
     assert any(incident.edges for incident in incidents)
+
+
+def plain_tree(members, edges):
+    """The tree and chain as first written, on keys and dicts: the reference for rank()'s numbered version."""
+    depth = {m.key: m.depth for m in members}
+    incoming = {}
+    for edge in edges:
+        incoming.setdefault(edge.effect, []).append(edge)
+    return tuple(min(incoming[m.key], key=lambda e: (e.lag_seconds < 0, abs(e.lag_seconds), -depth[e.cause], e.cause))
+                 for m in members if m.key in incoming)
+
+
+def plain_chain(members, edges, root):
+    order = {m.key: i for i, m in enumerate(members)}
+    indegree = {m.key: 0 for m in members}
+    successors = {}
+    for edge in edges:
+        successors.setdefault(edge.cause, []).append(edge.effect)
+        indegree[edge.effect] += 1
+    heap = [(0 if k == root else 1, order[k], k) for k, d in indegree.items() if d == 0 or k == root]
+    heapq.heapify(heap)
+    done, out = set(), []
+    while len(out) < len(members):
+        if not heap:
+            rest = next(m.key for m in members if m.key not in done)
+            heap.append((1, order[rest], rest))
+        _, _, key = heapq.heappop(heap)
+        if key in done:
+            continue
+        done.add(key)
+        out.append(key)
+        for nxt in successors.get(key, ()):
+            indegree[nxt] -= 1
+            if indegree[nxt] <= 0 and nxt not in done:
+                heapq.heappush(heap, (1, order[nxt], nxt))
+    return tuple(out)
+
+
+def test_ranking_on_member_numbers_gives_the_tree_and_chain_of_the_plain_version():
+    rng = random.Random(8)
+    for _ in range(300):
+        size = rng.randint(2, 14)
+        members = [Member(f"k{i}", "f", "A", BASE_DAY, BASE_DAY, None, "engine", rng.choice(["oom", "restart", "queueing"]),
+                          "test", Scope(), depth=rng.choice([10, 50, 90])) for i in range(size)]
+        keys = [m.key for m in members]
+        pairs = {(rng.choice(keys), rng.choice(keys)) for _ in range(rng.randint(0, 25))}  # cycles and self-loops too
+        edges = [Edge(cause, effect, "r", rng.choice([-60.0, -5.0, 5.0, 60.0, 120.0]), "same_pod") for cause, effect in sorted(pairs)]
+        links = [(rng.choice(keys), rng.choice(keys)) for _ in range(rng.randint(0, 10))]
+        ranked = rank(members, edges, links, CATALOG)
+        assert ranked.edges == plain_tree(members, edges)
+        assert ranked.chain == plain_chain(members, edges, ranked.candidates[0].alert_key)

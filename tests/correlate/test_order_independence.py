@@ -1,3 +1,4 @@
+import random
 from datetime import timedelta
 
 from hypothesis import HealthCheck, given, settings
@@ -137,3 +138,42 @@ def test_a_storm_records_only_the_edges_ranking_can_use():
     assert sum(edges for edges, _ in recorded) < 5 * len(alerts)
     assert sum(links for _, links in recorded) < 2 * len(alerts)
     assert all(len(i.chain) == len(i.members) for i in incidents)
+
+
+def full_answer(incidents):
+    return sorted(repr(i) for i in incidents)
+
+
+def reverse_mode_order(correlator):
+    for partition in correlator._partitions.values():
+        for index_key, modes in partition.by_mode.items():
+            partition.by_mode[index_key] = dict(reversed(modes.items()))
+
+
+def test_a_scan_gives_the_same_answer_whatever_order_it_reads_the_modes_of_a_wide_bucket():
+    # A workload/model bucket is read one failure mode after another, not newest first across
+    # modes: what a scan keeps must not depend on that order (edges, chains, explanations too).
+    alerts = storm(waves=4, pods=24) + [a for a in fragmentation_chain()]
+    arrival = random.Random(11).sample(alerts, len(alerts))
+    plain, reversed_modes = Correlator(CATALOG), Correlator(CATALOG)
+    for start in range(0, len(arrival), 17):
+        plain.add_many(arrival[start:start + 17])
+        reverse_mode_order(reversed_modes)
+        reversed_modes.add_many(arrival[start:start + 17])
+    assert full_answer(reversed_modes.incidents()) == full_answer(plain.incidents())
+    assert full_answer(plain.incidents()) == full_answer(correlate(alerts, catalog=CATALOG))
+
+
+def test_mode_buckets_hold_exactly_the_wide_buckets_after_late_alerts_roll_a_storm_back():
+    alerts = storm(waves=4, pods=24)
+    arrival = random.Random(12).sample(alerts, len(alerts))
+    correlator = Correlator(CATALOG)
+    for start in range(0, len(arrival), 23):
+        correlator.add_many(arrival[start:start + 23])
+        for partition in correlator._partitions.values():
+            assert set(partition.by_mode) == {k for k in partition.index if k[0] in ("gw", "dep", "model")}
+            for index_key, modes in partition.by_mode.items():
+                bucket = partition.index[index_key]
+                assert all(modes.values())
+                assert sorted((e for same in modes.values() for e in same), key=lambda e: e.sort_key) == bucket
+                assert all(e.mode_id == mode_id for mode_id, same in modes.items() for e in same)
