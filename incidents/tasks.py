@@ -53,7 +53,13 @@ def requeue_stale_deliveries() -> int:
 )
 def correlate_key(key: str) -> None:
     """Correlate one cluster's new alerts; serialised per key by a lock inside the service. The
-    worker process keeps the cluster's engine state for its next run (see ROOTLINE_CORRELATION_SHARDS)."""
+    worker process keeps the cluster's engine state for its next run (see ROOTLINE_CORRELATION_SHARDS).
+    Queued while the key's last run was still going, it first waits the pace that run asked for
+    (ROOTLINE_CORRELATION_PACE_MS): queued again for later, its pending flag still held."""
+    wait = correlation.pace_wait(key)
+    if wait:
+        correlate_key.apply_async((key,), queue=correlation.correlation_queue(key), countdown=wait)
+        return
     correlation.correlation_run(key=key, keep_state=True)
 
 

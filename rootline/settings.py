@@ -192,9 +192,9 @@ CORRELATION_SHARDS = os.environ.get("ROOTLINE_CORRELATION_SHARDS", "1").strip() 
 if not CORRELATION_SHARDS.isdigit() or not 1 <= int(CORRELATION_SHARDS) <= 64:
     raise ImproperlyConfigured(f"ROOTLINE_CORRELATION_SHARDS must be a whole number from 1 to 64, not {CORRELATION_SHARDS!r}")
 CORRELATION_SHARDS = int(CORRELATION_SHARDS)
-# Runs of one key start at most once per pace (milliseconds): a trickle of deliveries shares a run
-# instead of paying a run's fixed cost per delivery; the first alert after a quiet spell goes at
-# once, later ones wait at most one pace (incidents/correlation/enqueue.py). 0: no pacing.
+# After a run, the key's next run waits up to twice its length, at most this pace (milliseconds): a
+# trickle of deliveries shares runs instead of paying a run's fixed cost per delivery; the first
+# alert after a quiet spell goes at once (incidents/correlation/enqueue.py). 0: no pacing.
 CORRELATION_PACE_MS = os.environ.get("ROOTLINE_CORRELATION_PACE_MS", "250").strip() or "250"
 if not CORRELATION_PACE_MS.isdigit() or int(CORRELATION_PACE_MS) > 60_000:
     raise ImproperlyConfigured(f"ROOTLINE_CORRELATION_PACE_MS must be a whole number of milliseconds from 0 to 60000, not {CORRELATION_PACE_MS!r}")

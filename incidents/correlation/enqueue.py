@@ -24,9 +24,9 @@ def correlation_enqueue(keys: Iterable[str]) -> None:
 
 
 def correlation_enqueue_now(keys: list[str], *, paced: bool = True) -> None:
-    """Queue a run of each key that has none pending. `paced`: a key whose last run started
-    less than `ROOTLINE_CORRELATION_PACE_MS` ago runs when that time is up, not at once (see
-    `pace_delays`); a run that left alerts waiting re-queues its key unpaced."""
+    """Queue a run of each key that has none pending. `paced`: a key that ran a moment ago runs
+    when its last run said (see `pace_delays`), not at once; a run that left alerts waiting
+    re-queues its key unpaced."""
     from incidents.tasks import correlate_key
 
     wanted = [key for key in keys if settings.CELERY_TASK_ALWAYS_EAGER or cache.add(pending_flag(key), 1, timeout=60)]
@@ -39,32 +39,45 @@ def correlation_enqueue_now(keys: list[str], *, paced: bool = True) -> None:
             correlate_key.apply_async((key,), queue=correlation_queue(key))
 
 
+# After a run, its key's next run waits up to this many times the run's length (at most one pace):
+# a trickle's runs then take at most a third of a core, and cheap runs barely wait.
+RUN_SPACING = 2.0
+
+
 def pace_delays(keys: list[str]) -> dict[str, float]:
-    """Seconds each key's next run should wait so that its runs start at most once a pace.
+    """Seconds each key's next run should wait, as its last run asked (`note_run_finished`).
 
     A trickle of deliveries (an alert or a few a time) otherwise starts one run per delivery,
-    and each run's fixed cost (lock, queries, writes) then costs more CPU than the alerts: in
-    bench/ingest's bodies of 1, correlation took 0.9 ms of CPU per alert, as much as storing it.
-    Paced, the alerts of a pace share one run. The first alert after a quiet spell (no run
-    within a pace) is correlated at once; later ones wait at most one pace."""
-    pace = settings.CORRELATION_PACE_SECONDS
-    if pace <= 0 or not keys:
+    and each run's fixed cost (lock, queries, writes, an incident re-ranked) then costs more CPU
+    than the alerts: in bench/ingest's bodies of 1, correlation took 0.9 ms of CPU per alert, as
+    much as storing it. Paced, the alerts arriving meanwhile share one run. The first alert after
+    a quiet spell is correlated at once; later ones wait at most one pace."""
+    if settings.CORRELATION_PACE_SECONDS <= 0 or not keys:
         return {}
-    started = cache.get_many([last_run_flag(key) for key in keys])
+    next_at = cache.get_many([next_run_flag(key) for key in keys])
     now = time.time()
     delays = {}
     for key in keys:
-        last = started.get(last_run_flag(key))
-        if last is not None and now - last < pace:
-            delays[key] = round(last + pace - now, 3)
+        wait = next_at.get(next_run_flag(key), now) - now
+        if wait > 0.005:
+            delays[key] = round(wait, 3)
     return delays
 
 
-def note_run_started(key: str) -> None:
-    """For `pace_delays`: when this key's last run started."""
+def pace_wait(key: str) -> float:
+    """Seconds a run of `key` that is about to start should still wait (0: none). A run queued
+    while the key's last one was still running could not know its pace when it was queued."""
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        return 0.0
+    return pace_delays([key]).get(key, 0.0)
+
+
+def note_run_finished(key: str, seconds: float) -> None:
+    """For `pace_delays`: the key's next run may start `RUN_SPACING` x this run's length from now,
+    at most one pace."""
     pace = settings.CORRELATION_PACE_SECONDS
     if pace > 0:
-        cache.set(last_run_flag(key), time.time(), timeout=max(1, int(pace * 4) + 1))
+        cache.set(next_run_flag(key), time.time() + min(pace, RUN_SPACING * seconds), timeout=max(1, int(pace) + 1))
 
 
 def correlation_queue(key: str) -> str:
@@ -80,5 +93,5 @@ def pending_flag(key: str) -> str:
     return f"rootline:correlate-pending:{zlib.crc32(key.encode())}:{key[:100]}"
 
 
-def last_run_flag(key: str) -> str:
-    return f"rootline:correlate-started:{zlib.crc32(key.encode())}:{key[:100]}"
+def next_run_flag(key: str) -> str:
+    return f"rootline:correlate-next:{zlib.crc32(key.encode())}:{key[:100]}"

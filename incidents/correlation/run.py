@@ -26,7 +26,7 @@ from correlate.events import Alert as EngineAlert
 from correlate.results import Decision as EngineDecision
 from correlate.results import Exclude, FalsePositive, Merge, Split
 from incidents.catalog import catalog
-from incidents.correlation.enqueue import correlation_enqueue_now, note_run_started, pending_flag
+from incidents.correlation.enqueue import correlation_enqueue_now, note_run_finished, pending_flag
 from incidents.correlation.keys import lookback
 from incidents.correlation.state import KEPT, KeyState
 from incidents.correlation.sync import incidents_sync
@@ -52,13 +52,14 @@ def correlation_run(*, key: str, since: datetime | None = None, keep_state: bool
     queues the key again behind the other keys of its shard (so one cluster's storm cannot hold
     the others back), and an eager run (no broker) simply goes on."""
     cache.delete(pending_flag(key))
-    if keep_state:
-        note_run_started(key)  # a worker's run: the key's next one is paced from now
+    started = time.perf_counter()
     touched: list[int] = []
     while True:
         done, more = correlation_slice(key=key, since=since, keep_state=keep_state)
         touched.extend(pk for pk in done if pk not in touched)
         if not more:
+            if keep_state:
+                note_run_finished(key, time.perf_counter() - started)  # a worker's run paces the key's next one
             return touched
         if not settings.CELERY_TASK_ALWAYS_EAGER:
             transaction.on_commit(lambda: correlation_enqueue_now([key], paced=False), robust=True)

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def queued(settings):
     settings.CELERY_TASK_ALWAYS_EAGER = False
-    flags = [correlation.pending_flag("c1"), enqueue.last_run_flag("c1")]
+    flags = [correlation.pending_flag("c1"), enqueue.next_run_flag("c1")]
     cache.delete_many(flags)
     with mock.patch("incidents.tasks.correlate_key.apply_async") as apply_async:
         yield apply_async
@@ -66,28 +66,52 @@ def test_with_shards_a_key_always_goes_to_the_same_queue_and_keys_spread(queued,
         cache.delete(correlation.pending_flag(key))
 
 
-def test_a_key_that_ran_within_the_pace_waits_for_the_rest_of_it(queued, settings, django_capture_on_commit_callbacks):
+def test_a_key_that_just_ran_waits_twice_its_last_run_at_most_a_pace(queued, settings, django_capture_on_commit_callbacks):
     settings.CORRELATION_PACE_SECONDS = 0.25
     with django_capture_on_commit_callbacks(execute=True):
         correlation.correlation_enqueue(["c1"])  # quiet until now: at once
     assert "countdown" not in queued.call_args.kwargs
-    cache.delete(correlation.pending_flag("c1"))  # the run starts: it clears the flag, notes its start
-    enqueue.note_run_started("c1")
-    with django_capture_on_commit_callbacks(execute=True):
-        correlation.correlation_enqueue(["c1"])
-    assert queued.call_count == 2
-    assert 0.2 < queued.call_args.kwargs["countdown"] <= 0.25
+    for run_seconds, longest in ((0.05, 0.1), (2.0, 0.25)):
+        cache.delete(correlation.pending_flag("c1"))  # the run starts: it clears the flag, runs, notes its length
+        enqueue.note_run_finished("c1", run_seconds)
+        with django_capture_on_commit_callbacks(execute=True):
+            correlation.correlation_enqueue(["c1"])
+        assert longest - 0.05 < queued.call_args.kwargs["countdown"] <= longest
+
+
+def test_after_a_cheap_run_the_next_goes_at_once(queued, settings):
+    settings.CORRELATION_PACE_SECONDS = 0.25
+    enqueue.note_run_finished("c1", 0.001)
+    correlation.correlation_enqueue_now(["c1"])
+    queued.assert_called_once_with(("c1",), queue="rootline-correlation")
 
 
 def test_a_slice_that_left_alerts_waiting_requeues_its_key_unpaced(queued, settings):
     settings.CORRELATION_PACE_SECONDS = 0.25
-    enqueue.note_run_started("c1")
+    enqueue.note_run_finished("c1", 1.0)
     correlation.correlation_enqueue_now(["c1"], paced=False)
     queued.assert_called_once_with(("c1",), queue="rootline-correlation")
 
 
 def test_no_pace_queues_at_once(queued, settings):
     settings.CORRELATION_PACE_SECONDS = 0
-    enqueue.note_run_started("c1")
+    enqueue.note_run_finished("c1", 1.0)
     correlation.correlation_enqueue_now(["c1"])
     queued.assert_called_once_with(("c1",), queue="rootline-correlation")
+
+
+def test_a_run_queued_during_the_last_one_waits_its_pace_when_it_starts(queued, settings):
+    from incidents.tasks import correlate_key
+
+    settings.CORRELATION_PACE_SECONDS = 0.25
+    cache.set(correlation.pending_flag("c1"), 1)
+    enqueue.note_run_finished("c1", 0.05)  # the run before ended just now and asked for 0.1 s
+    with mock.patch("incidents.correlation.correlation_run") as run:
+        correlate_key("c1")
+    run.assert_not_called()
+    assert 0.05 < queued.call_args.kwargs["countdown"] <= 0.1
+    assert cache.get(correlation.pending_flag("c1")) == 1  # still pending: no second run is queued meanwhile
+    cache.delete(enqueue.next_run_flag("c1"))
+    with mock.patch("incidents.correlation.correlation_run") as run:
+        correlate_key("c1")
+    run.assert_called_once_with(key="c1", keep_state=True)
