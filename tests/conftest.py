@@ -120,10 +120,19 @@ def post_hook(client):
     return post
 
 
+@pytest.fixture(autouse=True)
+def unpaced_correlation(settings):
+    """Tests call `correlate_key` as a worker would, back to back; paced, it would queue itself
+    for later (ROOTLINE_CORRELATION_PACE_MS) and no worker would take it. Pacing has its own tests;
+    real workers started by `start_workers` pace as configured."""
+    settings.CORRELATION_PACE_SECONDS = 0
+
+
 @pytest.fixture
 def deliver(post_hook, django_capture_on_commit_callbacks):
     """POST through the URL, then run the processing task function inline (no global eager
-    Celery: the enqueue is captured, and the task is called as the worker would call it)."""
+    Celery: the enqueue is captured, and the task is called as the worker would call it).
+    Unpaced (see `unpaced_correlation`)."""
     from incidents.models import Alert
     from incidents.tasks import correlate_key, process_delivery
 
