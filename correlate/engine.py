@@ -269,31 +269,34 @@ class _Partition:
         pod_nodes, pod_gpus = topology.pod_nodes, topology.pod_gpus
         pod_versions = topology.pod_versions
         link = engine._link  # the gap was checked just above
-        plans = engine._plans_for(x_mode)  # every indexed y was made before x, so its mode is numbered
         needs = engine._needs_for(x_mode)  # [earlier mode id] -> what a pair could still add
         kept = _Kept(x, self)
+        marks = kept.marks
+        reorder, slack, x_depth = engine.reorder, engine.slack, x.cls.depth
         wide_mode = engine._wide_modes_for(x_mode)
+        all_modes = engine._all_modes
         for index_key in self._scan_keys(x, x.own_scan) if x_mode != "change" else ():
-            # A workload/model bucket is read only for modes that can link to x there, one mode
-            # after another (what is kept from one component never depends on another mode's
-            # alerts, so only the order inside a mode, newest first, matters); any other pair
-            # needs the same pod, GPU or node, and their buckets are read in full.
+            bucket = index.get(index_key)
+            if not bucket:
+                continue
+            # A workload/model bucket is read only for modes that can link to x there; any other
+            # pair needs the same pod, GPU or node, and their buckets are read in full. A dense
+            # one (a storm) is read from its per-mode lists, one readable mode after another:
+            # what is kept from one component never depends on another mode's alerts, so only
+            # the order inside a mode (newest first) matters.
+            runs: Sequence[list[_Entry]] = (bucket,)
+            reads = all_modes
             if index_key[0] in _WIDE_KEYS:
-                modes = by_mode.get(index_key)
-                if not modes:
-                    continue
-                runs = [same_mode for mode_id, same_mode in modes.items() if wide_mode[mode_id]]
-            else:
-                bucket = index.get(index_key)
-                if not bucket:
-                    continue
-                runs = (bucket,)
+                if len(bucket) > _DENSE and bucket[-_DENSE].t >= horizon:
+                    runs = [same_mode for mode_id, same_mode in by_mode[index_key].items() if wide_mode[mode_id]]
+                else:
+                    reads = wide_mode
             for run in runs:
                 for y in reversed(run):  # x joins the index only after the scan
                     y_t = y.t
                     if y_t < horizon:
                         break
-                    if y.stamp == stamp:
+                    if y.stamp == stamp or not reads[y.mode_id]:
                         continue
                     # link() rejects a pair beyond its modes' widest gap first; checked here to
                     # skip the placement lookup too.
@@ -304,8 +307,18 @@ class _Partition:
                     kin = y.kin
                     while kin.kin is not kin:
                         kin = kin.kin
-                    if kin in kept.marks and kept.adds_nothing(y, kin, needs[y.mode_id], dt):
-                        continue
+                    mark = marks.get(kin)
+                    if mark is not None:
+                        # _Kept's rule, inline (it runs for most neighbours in a storm): skip y
+                        # when all it could add is already kept from its component.
+                        forward_lag, backward, same = needs[y.mode_id]
+                        wanted = _FORWARD if dt <= forward_lag else 0
+                        if same:
+                            wanted |= _LINK
+                        if backward and ((dt <= reorder and x_depth > y.cls.depth) if same else dt <= slack):
+                            wanted = wanted | _BACKWARD if y.incoming else _UNKEPT
+                        if not wanted & ~mark:
+                            continue
                     pod = y.scope.pod
                     if pod and (pod in pod_nodes or pod in pod_gpus):  # topology.knows(pod)
                         cached = y.placement  # _placement's cache, read inline on its fast path
@@ -315,7 +328,7 @@ class _Partition:
                             y_nodes, y_gpus = self._placement(y, x_t)
                     else:
                         y_nodes, y_gpus = y.nodes, y.gpus
-                    found = link(y, x, y_nodes, y_gpus, dt, plans)
+                    found = link(y, x, y_nodes, y_gpus, dt)
                     if found:
                         root = self.find(y.key)
                         linked.add(root)
@@ -439,6 +452,8 @@ class _Partition:
 
 
 _FORWARD, _BACKWARD, _LINK = 1, 2, 4
+_DENSE = 32  # a workload/model bucket with this many alerts in a scan's horizon is read per mode
+_UNKEPT = 8  # an edge into an alert with no kept incoming edge: never marked, so always compared
 
 
 class _Kept:
@@ -458,18 +473,6 @@ class _Kept:
         self.partition = partition
         self.marks: dict[_Entry, int] = {}  # component root -> _FORWARD/_BACKWARD/_LINK kept
         self.open: dict[str, bool] = {}
-
-    def adds_nothing(self, y: _Entry, kin: _Entry, need: tuple[float, bool, bool], dt: float) -> bool:
-        forward_lag, backward, same = need
-        engine = self.partition.engine
-        wanted = _FORWARD if dt <= forward_lag else 0
-        if backward and ((dt <= engine.reorder and self.x.cls.depth > y.cls.depth) if same else dt <= engine.slack):
-            if not y.incoming:
-                return False
-            wanted |= _BACKWARD
-        if same:
-            wanted |= _LINK
-        return not wanted & ~self.marks[kin]
 
     def settle(self, y: _Entry, kin: _Entry, root: str, found: int) -> None:
         """Keep what link() just recorded on x only if ranking can tell it from what x holds."""
@@ -579,8 +582,10 @@ class Correlator:
         self._window_lists: dict[str, list[float]] = {}
         self._index_keys_cache: dict[tuple, tuple] = {}
         self._link_plans: dict[str, list[tuple[tuple, tuple]]] = {}
+        self._pair_plans: dict[tuple, tuple] = {}  # (relations, earlier mode id, later mode id) -> _pair_plan()
         self._link_needs: dict[str, list[tuple[float, bool, bool]]] = {}
         self._wide_modes: dict[str, list[bool]] = {}
+        self._all_modes: list[bool] = []
         self._scope_shapes: dict[tuple, Scope] = {}
         self._classes: dict[tuple, Classification] = {}
         self._scopes: dict[tuple, Scope] = {}
@@ -624,6 +629,7 @@ class Correlator:
                 rules = self._rule_pairs.get((mode, later), ()) + self._rule_pairs.get((later, mode), ())
                 found[number] = mode == later or any(scope - _LOCAL for _, _, scope in rules)
             self._wide_modes[later] = found
+            self._all_modes = [True] * len(_MODE_IDS)
         return found
 
     def _needs_for(self, later: str) -> list[tuple[float, bool, bool]]:
@@ -795,8 +801,7 @@ class Correlator:
             return False
         return bool(self._link(y, x, y_nodes, y_gpus, dt))
 
-    def _link(self, y: _Entry, x: _Entry, y_nodes: frozenset[str], y_gpus: frozenset[str], dt: float,
-              plans: list | None = None) -> int:
+    def _link(self, y: _Entry, x: _Entry, y_nodes: frozenset[str], y_gpus: frozenset[str], dt: float) -> int:
         """link() once the pair's gap is known to be within its modes' widest gap.
 
         Returns what it kept on x: _FORWARD (edge y->x), _BACKWARD (edge x->y), _LINK (same
@@ -815,35 +820,45 @@ class Correlator:
             self._relations_cache[rel_key] = (rel, y_scope, x_scope)
         else:
             rel = hit[0]
-        x_mode, y_mode = x.mode, y.mode
-        forward, backward = (plans or self._plans_for(x_mode))[y.mode_id]
-        if y_mode == x_mode and x.cls.depth > y.cls.depth and dt <= self.reorder:
-            for rule_id, _, scope in backward:
-                shared = scope & rel
-                if shared:
-                    x.edges.append(_edge(x, y, rule_id, -dt, _tightest(shared)))
-                    return _BACKWARD
-        for rule_id, max_lag, scope in forward:
+        plan_key = (rel, y.mode_id, x.mode_id)
+        plan = self._pair_plans.get(plan_key)
+        if plan is None:
+            plan = self._pair_plans[plan_key] = self._pair_plan(rel, y, x)
+        back_same, forwards, back_slack, same_mode, tight, same = plan
+        if back_same is not None and x.cls.depth > y.cls.depth and dt <= self.reorder:
+            x.edges.append(_edge(x, y, back_same[0], -dt, back_same[1]))
+            return _BACKWARD
+        for rule_id, max_lag, relation in forwards:
             if dt <= max_lag:
-                shared = scope & rel
-                if shared:
-                    x.edges.append(_edge(y, x, rule_id, dt, _tightest(shared)))
-                    return _FORWARD
-        if dt <= self.slack and x_mode != y_mode:
-            for rule_id, _, scope in backward:
-                shared = scope & rel
-                if shared:
-                    x.edges.append(_edge(x, y, rule_id, -dt, _tightest(shared)))
-                    return _BACKWARD
-        if x_mode == y_mode and dt <= self.same_mode_window and (rel & self.same_mode_scope):
-            if x_mode != "other" or x.alert.labels.get("alertname", "") == y.alert.labels.get("alertname", ""):  # Alert.alertname
+                x.edges.append(_edge(y, x, rule_id, dt, relation))
+                return _FORWARD
+        if back_slack is not None and dt <= self.slack:
+            x.edges.append(_edge(x, y, back_slack[0], -dt, back_slack[1]))
+            return _BACKWARD
+        if same_mode and dt <= self.same_mode_window:
+            if x.mode != "other" or x.alert.labels.get("alertname", "") == y.alert.labels.get("alertname", ""):  # Alert.alertname
                 x.links.append(y)
                 return _LINK
-        if dt <= self.tight_window and (rel & _TIGHT):
-            if x_mode == y_mode:
+        if tight and dt <= self.tight_window:
+            if same:
                 x.links.append(y)
             return _LINK
         return 0
+
+    def _pair_plan(self, rel: frozenset[str], y: _Entry, x: _Entry) -> tuple:
+        """What _link() can find for two modes on scopes related by `rel`, in the order it tries.
+
+        (backward rule and relation within one mode, forward rules meeting `rel` with their lag
+        and relation, backward rule across modes, a same-trouble link, a tight-scope link, same
+        mode). A pair of modes on one relation set repeats all through a storm, and most such
+        pairs can record nothing at all: the plan answers without walking the rules again.
+        """
+        forward, backward = self._plans_for(x.mode)[y.mode_id]
+        same = x.mode == y.mode
+        back = next(((rule_id, _tightest(scope & rel)) for rule_id, _, scope in backward if scope & rel), None)
+        forwards = tuple((rule_id, max_lag, _tightest(scope & rel)) for rule_id, max_lag, scope in forward if scope & rel)
+        return (back if same else None, forwards, None if same else back, same and bool(rel & self.same_mode_scope),
+                bool(rel & _TIGHT), same)
 
     def link_change(self, change: _Entry, x: _Entry) -> bool:
         dt = x.t - change.t
