@@ -275,6 +275,7 @@ class _Partition:
         reorder, slack, x_depth = engine.reorder, engine.slack, x.cls.depth
         wide_mode = engine._wide_modes_for(x_mode)
         all_modes = engine._all_modes
+        read_runs: dict[tuple[int, int], list[_Entry]] = {}
         for index_key in self._scan_keys(x, x.own_scan) if x_mode != "change" else ():
             bucket = index.get(index_key)
             if not bucket:
@@ -288,7 +289,7 @@ class _Partition:
             reads = all_modes
             if index_key[0] in _WIDE_KEYS:
                 if len(bucket) > _DENSE and bucket[-_DENSE].t >= horizon:
-                    runs = [same_mode for mode_id, same_mode in by_mode[index_key].items() if wide_mode[mode_id]]
+                    runs = self._unread_runs(by_mode[index_key], wide_mode, read_runs)
                 else:
                     reads = wide_mode
             for run in runs:
@@ -362,6 +363,26 @@ class _Partition:
                 if index_key[0] in _WIDE_KEYS:
                     by_mode.setdefault(index_key, {}).setdefault(mode_id, []).append(x)
             x.index_keys = keys
+
+    @staticmethod
+    def _unread_runs(modes: dict[int, list[_Entry]], readable: list[bool],
+                     read_runs: dict[tuple[int, int], list[_Entry]]) -> list[list[_Entry]]:
+        """A dense bucket's readable per-mode lists that this scan has not read already.
+
+        Model names reduce to several gateway keys whose buckets often hold the very same
+        alerts; reading an equal list again would only meet alerts already compared or out of
+        their gap. Lists are compared in C (by identity of their alerts), only when their
+        length and newest alert agree.
+        """
+        runs = []
+        for mode_id, run in modes.items():
+            if readable[mode_id]:
+                seen_key = (id(run[-1]), len(run))
+                seen = read_runs.get(seen_key)
+                if seen is None or seen != run:
+                    read_runs[seen_key] = run
+                    runs.append(run)
+        return runs
 
     def _placement(self, y: _Entry, at: float) -> tuple[frozenset[str], frozenset[str]]:
         """y's nodes and GPUs as known at `at`, cached while no link of its pod changes."""

@@ -177,3 +177,13 @@ def test_mode_buckets_hold_exactly_the_wide_buckets_after_late_alerts_roll_a_sto
                 assert all(modes.values())
                 assert sorted((e for same in modes.values() for e in same), key=lambda e: e.sort_key) == bucket
                 assert all(e.mode_id == mode_id for mode_id, same in modes.items() for e in same)
+
+
+def test_a_scan_reads_an_equal_mode_list_of_another_bucket_once():
+    from correlate.engine import _Partition
+    a, b, c = object(), object(), object()
+    read = {}
+    readable = [True, True, False]
+    assert _Partition._unread_runs({0: [a, b], 2: [c]}, readable, read) == [[a, b]]
+    assert _Partition._unread_runs({0: [a, b], 1: [c]}, readable, read) == [[c]]  # an equal copy is skipped
+    assert _Partition._unread_runs({0: [c, b]}, readable, read) == [[c, b]]  # same length and newest, other alerts
