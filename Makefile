@@ -15,7 +15,7 @@ $(INSTALLED): pyproject.toml
 
 run: $(INSTALLED)
 	$(BIN)/python manage.py migrate --noinput
-	$(BIN)/python manage.py demo
+	$(BIN)/python manage.py demo --url http://127.0.0.1:$(PORT)
 	$(BIN)/python manage.py runserver 127.0.0.1:$(PORT) --noreload
 
 test: $(INSTALLED)

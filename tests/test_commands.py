@@ -69,3 +69,15 @@ def test_import_alerts_replays_bodies_and_a_second_run_changes_nothing(tmp_path,
     assert Alert.objects.count() == 3
     again = json.loads(run("import_alerts", str(path), "--integration", str(integration.pk)).strip())
     assert again["accepted"] == 3 and Alert.objects.count() == 3 and Delivery.objects.count() == 4
+
+
+@pytest.mark.django_db
+def test_demo_loads_incidents_and_prints_a_login_that_works_where_the_server_will_be(client):
+    output = run("demo", "--url", "http://127.0.0.1:8765/")
+    from incidents.models import Incident
+
+    assert Incident.objects.count() > 1
+    line = next(line for line in output.splitlines() if line.startswith("Admin login:"))
+    username, password = line.split(": ", 1)[1].split("  ")[0].split(" / ")
+    assert line.endswith("(http://127.0.0.1:8765/accounts/login/)")
+    assert client.login(username=username, password=password)

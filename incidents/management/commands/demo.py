@@ -34,6 +34,7 @@ class Command(BaseCommand):
     def add_arguments(self, parser) -> None:
         parser.add_argument("--scenario", default="fleet-day", help="see `manage.py simulate --list`")
         parser.add_argument("--start", help="scenario start (RFC 3339); default: yesterday 06:00 UTC")
+        parser.add_argument("--url", default="http://127.0.0.1:8000", help="where the server will be, for the login line")
 
     def handle(self, *args, scenario: str, start: str | None, **options) -> None:
         if scenario not in simulator.scenario_names():
@@ -53,7 +54,7 @@ class Command(BaseCommand):
             for incident_id in incidents_overlapping(imported.start, imported.end):
                 evidence_collect(incident_id=incident_id)
         self.stdout.write(f"Demo scenario {scenario} from {start} loaded ({applied} actions applied).")
-        self.stdout.write(f"Admin login: {username} / {password}  (http://127.0.0.1:8000/accounts/login/)")
+        self.stdout.write(f"Admin login: {username} / {password}  ({options['url'].rstrip('/')}/accounts/login/)")
 
 
 def admin_login() -> tuple[str, str]:
