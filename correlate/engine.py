@@ -950,10 +950,24 @@ class Correlator:
         return found[0] if found else None
 
     def _incidents_touching(self, entries: Sequence[_Entry]) -> list[Incident]:
-        groups = self._final_groups(entries)
+        if any(isinstance(d, (Merge, Split)) for d in self._decisions):
+            groups = self._final_groups(entries)
+        else:
+            groups = self._automatic_groups(entries)
         built = [self._build(members) for members in groups]
         built.sort(key=lambda inc: (inc.started_at, inc.id))
         return built
+
+    def _automatic_groups(self, entries: Sequence[_Entry]) -> list[list[_Entry]]:
+        """_final_groups() with no human regrouping: the union-find groups holding `entries`."""
+        groups: dict[tuple[str, str], list[_Entry]] = {}
+        for entry in entries:
+            partition = self._partitions[entry.partition]
+            if not entry.excluded and entry.key in partition.parent:
+                root = partition.find(entry.key)
+                if (entry.partition, root) not in groups:
+                    groups[(entry.partition, root)] = sorted(partition.members(root), key=_sort_key)
+        return list(groups.values())
 
     def _final_groups(self, entries: Sequence[_Entry]) -> list[list[_Entry]]:
         """Automatic groups with human merges and splits laid over them (decision order kept)."""
