@@ -1,7 +1,7 @@
 """Correlation engine under an alert storm: one cluster's dense window, batch and fed in batches.
 
 Usage: .venv/bin/python bench/correlate/bench_storm.py [--rate 5000] [--seconds 25] [--clusters 20]
-           [--body 100] [--seed 7] [--batch 100] [--only 0] [--skip-batch] [--gc-freeze] [--verbose]
+           [--body 100] [--seed 7] [--batch 100] [--only 0] [--skip-batch] [--gc-freeze] [--gc-pause] [--verbose]
 
 The storm is end_to_end.py's own (`build_storm`: cascades over `--body` pods at a time, waves
 overlapping, plus noise, as Alertmanager groups them), its webhook bodies turned into engine
@@ -11,7 +11,9 @@ label, in delivery order. Per cluster, (a) `correlate()` of the whole window, an
 keeps one per cluster key; each call is timed including building the incidents it returns.
 Wall time moves with the shared machine's load; CPU time (`process_time`, `thread_time`) is the
 fairer figure. `--only N` correlates the first N clusters only (quick runs); `--gc-freeze` calls
-`gc.freeze()` after every `add_many()`, as a long-running worker can (see bench_engine.py).
+`gc.freeze()` after every `add_many()`, as a long-running worker can (see bench_engine.py);
+`--gc-pause` turns the cyclic collector off during each `add_many()`, as the correlation worker's
+runs do (`gc_paused()` in incidents/), so the figure is the engine's own work.
 """
 from __future__ import annotations
 
@@ -73,13 +75,17 @@ def run_batch(alerts: list[Alert], catalog) -> tuple[list, float, float]:
     return timed(lambda: correlate(alerts, catalog=catalog))
 
 
-def run_incremental(alerts: list[Alert], catalog, size: int, freeze: bool) -> tuple[Correlator, list[float], list[float]]:
+def run_incremental(alerts: list[Alert], catalog, size: int, freeze: bool, pause: bool = False) -> tuple[Correlator, list[float], list[float]]:
     gc.collect()
     correlator = Correlator(catalog)
     walls, cpus = [], []
     for start in range(0, len(alerts), size):
         chunk = alerts[start:start + size]
+        if pause:
+            gc.disable()
         _, wall, cpu = timed(lambda: correlator.add_many(chunk))
+        if pause:
+            gc.enable()
         walls.append(wall)
         cpus.append(cpu)
         if freeze:
@@ -102,6 +108,7 @@ def main() -> int:
     parser.add_argument("--only", type=int, default=0, help="correlate the first N clusters only (0: all)")
     parser.add_argument("--skip-batch", action="store_true")
     parser.add_argument("--gc-freeze", action="store_true", help="gc.freeze() after every add_many()")
+    parser.add_argument("--gc-pause", action="store_true", help="cyclic GC off during each add_many(), as the worker runs")
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
     catalog = load_catalog(use_env=False)
@@ -119,7 +126,7 @@ def main() -> int:
             row.update(batch_wall_s=round(wall, 3), batch_cpu_s=round(cpu, 3), incidents=len(expected))
             totals["batch_wall_s"] += wall
             totals["batch_cpu_s"] += cpu
-        correlator, cluster_walls, cluster_cpus = run_incremental(alerts, catalog, args.batch, args.gc_freeze)
+        correlator, cluster_walls, cluster_cpus = run_incremental(alerts, catalog, args.batch, args.gc_freeze, args.gc_pause)
         walls += cluster_walls
         cpus += cluster_cpus
         totals["incremental_wall_s"] += sum(cluster_walls)
@@ -137,7 +144,7 @@ def main() -> int:
     cpus.sort()
     result = {
         "rate": args.rate, "seconds": args.seconds, "clusters": len(names), "alerts": alerts_total,
-        "largest_cluster_alerts": max(len(per_cluster[n]) for n in names), "add_many_batch": args.batch, "gc_freeze": args.gc_freeze,
+        "largest_cluster_alerts": max(len(per_cluster[n]) for n in names), "add_many_batch": args.batch, "gc_freeze": args.gc_freeze, "gc_pause": args.gc_pause,
         **{key: round(value, 3) for key, value in totals.items()},
         "incremental_us_per_alert_wall": round(totals["incremental_wall_s"] / alerts_total * 1e6, 1),
         "incremental_us_per_alert_cpu": round(totals["incremental_cpu_s"] / alerts_total * 1e6, 1),
