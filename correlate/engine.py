@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import bisect
 import gc
+from itertools import islice
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Iterable, Sequence
@@ -73,6 +74,29 @@ class _Entry:
         self.mode_id = number
 
 
+class _ModeList(list):
+    """One mode's alerts of a workload/model bucket, in event-time order, with same-component runs.
+
+    `starts[i]` is where the run holding alert i begins: alerts starts[i]..i were all in one
+    same-mode component when alert i was added. Components only grow while alert i is indexed
+    (undoing a union made by it or before means undoing alert i first), so that stays true, and a
+    scan that finds a component has nothing more to give passes its whole run at once.
+    """
+
+    __slots__ = ("starts",)
+
+    def __init__(self) -> None:
+        super().__init__()
+        self.starts: list[int] = []
+
+    def run_start(self, last: int, kin: "_Entry") -> int:
+        """Where a run of component `kin` ending at `last` begins, joining runs merged since."""
+        start = self.starts[last]
+        while start and _kin_root(self[start - 1]) is kin:
+            start = self.starts[start - 1]
+        return start
+
+
 class _Partition:
     """One cluster's alerts in event-time order, its neighbour index and its incident forest."""
 
@@ -84,7 +108,7 @@ class _Partition:
         self.index: dict[tuple[str, str], list[_Entry]] = {}
         # The workload/model buckets again, split by failure mode number (each in event-time
         # order): a scan reads there only the modes that can link beyond one pod/GPU/node.
-        self.by_mode: dict[tuple[str, str], dict[int, list[_Entry]]] = {}
+        self.by_mode: dict[tuple[str, str], dict[int, _ModeList]] = {}
         self.changes: list[_Entry] = []
         self.topology = Topology(grace=engine.topology_grace)
         self.parent: dict[str, str] = {}
@@ -221,6 +245,7 @@ class _Partition:
                 modes = self.by_mode[index_key]
                 same_mode = modes[mode_id]
                 same_mode.pop()
+                same_mode.starts.pop()
                 if not same_mode:
                     del modes[mode_id]
                     if not modes:
@@ -293,7 +318,9 @@ class _Partition:
                 else:
                     reads = wide_mode
             for run in runs:
-                for y in reversed(run):  # x joins the index only after the scan
+                starts = run.starts if type(run) is _ModeList else None
+                newest_first = reversed(run)
+                for y in newest_first:  # x joins the index only after the scan
                     y_t = y.t
                     if y_t < horizon:
                         break
@@ -319,6 +346,12 @@ class _Partition:
                         if backward and ((dt <= reorder and x_depth > y.cls.depth) if same else dt <= slack):
                             wanted = wanted | _BACKWARD if y.incoming else _UNKEPT
                         if not wanted & ~mark:
+                            if starts is not None and not backward:
+                                # What an older alert of this run could add is no more than y's
+                                # (the gap only grows), so the run is passed over in C.
+                                at = newest_first.__length_hint__()  # y's position in the run
+                                if at > starts[at]:
+                                    next(islice(newest_first, at - starts[at] - 1, None), None)
                             continue
                     pod = y.scope.pod
                     if pod and (pod in pod_nodes or pod in pod_gpus):  # topology.knows(pod)
@@ -358,10 +391,24 @@ class _Partition:
             self.changes.append(x)
         else:
             index, by_mode, mode_id = self.index, self.by_mode, x.mode_id
+            kin = _kin_root(x)
             for index_key in keys:
                 index.setdefault(index_key, []).append(x)
                 if index_key[0] in _WIDE_KEYS:
-                    by_mode.setdefault(index_key, {}).setdefault(mode_id, []).append(x)
+                    modes = by_mode.get(index_key)
+                    same_mode = modes.get(mode_id) if modes is not None else None
+                    if same_mode is None:
+                        same_mode = by_mode.setdefault(index_key, {})[mode_id] = _ModeList()
+                    # _ModeList.add(), inline: every alert of a model goes through here.
+                    start = len(same_mode)
+                    if start:
+                        last = same_mode[-1].kin
+                        while last.kin is not last:
+                            last = last.kin
+                        if last is kin:
+                            start = same_mode.run_start(start - 1, kin)
+                    same_mode.starts.append(start)
+                    same_mode.append(x)
             x.index_keys = keys
 
     @staticmethod

@@ -99,13 +99,13 @@ def test_batches_of_any_size_agree_with_one_batch(alerts, data):
     assert shape(correlator.incidents()) == expected
 
 
-def storm(waves: int, pods: int) -> list[Alert]:
+def storm(waves: int, pods: int, start=BASE_DAY) -> list[Alert]:
     """Cascades over many pods of two models at once: every alert inside everyone's horizon."""
     alerts = []
     for wave in range(waves):
         for step, name in enumerate(["LLMKVFragmentationHigh", "LLMContainerOOMKilled", "KubePodCrashLooping",
                                      "LLMQueueWaitHigh", "LLMTTFTp99High"]):
-            at = BASE_DAY + timedelta(seconds=wave * 20 + step * 4)
+            at = start + timedelta(seconds=wave * 20 + step * 4)
             for number in range(pods):
                 model = f"llama-3-8b-{number % 2}"
                 labels = {"cluster": "c1", "namespace": "llm", "model_name": model}
@@ -187,3 +187,31 @@ def test_a_scan_reads_an_equal_mode_list_of_another_bucket_once():
     assert _Partition._unread_runs({0: [a, b], 2: [c]}, readable, read) == [[a, b]]
     assert _Partition._unread_runs({0: [a, b], 1: [c]}, readable, read) == [[c]]  # an equal copy is skipped
     assert _Partition._unread_runs({0: [c, b]}, readable, read) == [[c, b]]  # same length and newest, other alerts
+
+
+def kin_root(entry):
+    while entry.kin is not entry:
+        entry = entry.kin
+    return entry
+
+
+def test_a_mode_list_run_holds_one_component_after_late_alerts_roll_a_storm_back():
+    # A scan passes a whole run at once when its component has nothing more to give, so every
+    # run recorded must still be one component after unions, rollbacks and replays.
+    # Two storms 30 minutes apart on the same models: one mode's list holds two components.
+    alerts = storm(waves=3, pods=24) + storm(waves=3, pods=24, start=BASE_DAY + timedelta(minutes=30))
+    arrival = random.Random(13).sample(alerts, len(alerts))
+    correlator = Correlator(CATALOG)
+    longest, mixed = 0, False
+    for start in range(0, len(arrival), 29):
+        correlator.add_many(arrival[start:start + 29])
+        for partition in correlator._partitions.values():
+            for modes in partition.by_mode.values():
+                for same_mode in modes.values():
+                    assert len(same_mode.starts) == len(same_mode)
+                    for at, begins in enumerate(same_mode.starts):
+                        assert begins <= at
+                        assert {id(kin_root(e)) for e in same_mode[begins:at + 1]} == {id(kin_root(same_mode[at]))}
+                        longest = max(longest, at - begins + 1)
+                    mixed = mixed or len({id(kin_root(e)) for e in same_mode}) > 1
+    assert longest > 20 and mixed
