@@ -295,6 +295,10 @@ class _Partition:
         pod_versions = topology.pod_versions
         link = engine._link  # the gap was checked just above
         needs = engine._needs_for(x_mode)  # [earlier mode id] -> what a pair could still add
+        apart_needs = engine._apart_needs_for(x_mode)  # the same, for a pair on no common pod/GPU/node
+        local_only = engine._local_rules_for(x_mode)  # [earlier mode id] -> whether the two differ
+        x_nodes, x_gpus = x.nodes, x.gpus
+        x_placed = bool(x_nodes or x_gpus)  # else no pair can share a node or GPU
         kept = _Kept(x, self)
         marks = kept.marks
         reorder, slack, x_depth = engine.reorder, engine.slack, x.cls.depth
@@ -336,10 +340,23 @@ class _Partition:
                     while kin.kin is not kin:
                         kin = kin.kin
                     mark = marks.get(kin)
+                    placed = False
                     if mark is not None:
                         # _Kept's rule, inline (it runs for most neighbours in a storm): skip y
                         # when all it could add is already kept from its component.
                         forward_lag, backward, same = needs[y.mode_id]
+                        apart = False
+                        if local_only[y.mode_id] and y.scope.pod != x_pod:
+                            # A causal rule that needs one pod, GPU or node cannot link y when y
+                            # is on none of x's: then only the wider rules can still add something.
+                            if x_placed:
+                                y_nodes, y_gpus = self._placement_at(y, x_t)
+                                placed = True
+                                apart = y_nodes.isdisjoint(x_nodes) and y_gpus.isdisjoint(x_gpus)
+                            else:
+                                apart = True
+                            if apart:
+                                forward_lag, backward, same = apart_needs[y.mode_id]
                         wanted = _FORWARD if dt <= forward_lag else 0
                         if same:
                             wanted |= _LINK
@@ -348,20 +365,24 @@ class _Partition:
                         if not wanted & ~mark:
                             if starts is not None and not backward:
                                 # What an older alert of this run could add is no more than y's
-                                # (the gap only grows), so the run is passed over in C.
+                                # (the gap only grows), so the run is passed over in C; when y
+                                # was judged apart from x, only if no alert of the run can be on
+                                # x's pod, GPU or node either.
                                 at = newest_first.__length_hint__()  # y's position in the run
-                                if at > starts[at]:
+                                if at > starts[at] and (not apart or not x_placed and self._pod_quiet(
+                                        x_pod, y.mode_id, run[starts[at]].t, y_t)):
                                     next(islice(newest_first, at - starts[at] - 1, None), None)
                             continue
-                    pod = y.scope.pod
-                    if pod and (pod in pod_nodes or pod in pod_gpus):  # topology.knows(pod)
-                        cached = y.placement  # _placement's cache, read inline on its fast path
-                        if cached is not None and x_t >= cached[1] and cached[0] == pod_versions.get(pod, 0):
-                            y_nodes, y_gpus = cached[2], cached[3]
+                    if not placed:
+                        pod = y.scope.pod
+                        if pod and (pod in pod_nodes or pod in pod_gpus):  # topology.knows(pod)
+                            cached = y.placement  # _placement's cache, read inline on its fast path
+                            if cached is not None and x_t >= cached[1] and cached[0] == pod_versions.get(pod, 0):
+                                y_nodes, y_gpus = cached[2], cached[3]
+                            else:
+                                y_nodes, y_gpus = self._placement(y, x_t)
                         else:
-                            y_nodes, y_gpus = self._placement(y, x_t)
-                    else:
-                        y_nodes, y_gpus = y.nodes, y.gpus
+                            y_nodes, y_gpus = y.nodes, y.gpus
                     found = link(y, x, y_nodes, y_gpus, dt)
                     if found:
                         root = self.find(y.key)
@@ -430,6 +451,30 @@ class _Partition:
                     read_runs[seen_key] = run
                     runs.append(run)
         return runs
+
+    def _pod_quiet(self, pod: str, mode_id: int, since: float, until: float) -> bool:
+        """Whether `pod` has no alert of this mode from `since` to `until` (an empty pod has none)."""
+        bucket = self.index.get(("pod", pod)) if pod else None
+        if not bucket:
+            return True
+        for number in range(bisect.bisect_left(bucket, since, key=lambda e: e.t), len(bucket)):
+            entry = bucket[number]
+            if entry.t > until:
+                return True
+            if entry.mode_id == mode_id:
+                return False
+        return True
+
+    def _placement_at(self, y: _Entry, at: float) -> tuple[frozenset[str], frozenset[str]]:
+        """y's nodes and GPUs as known at `at`: `_placement`'s cache read on its fast path."""
+        pod = y.scope.pod
+        topology = self.topology
+        if pod and (pod in topology.pod_nodes or pod in topology.pod_gpus):  # topology.knows(pod)
+            cached = y.placement
+            if cached is not None and at >= cached[1] and cached[0] == topology.pod_versions.get(pod, 0):
+                return cached[2], cached[3]
+            return self._placement(y, at)
+        return y.nodes, y.gpus
 
     def _placement(self, y: _Entry, at: float) -> tuple[frozenset[str], frozenset[str]]:
         """y's nodes and GPUs as known at `at`, cached while no link of its pod changes."""
@@ -652,6 +697,8 @@ class Correlator:
         self._link_plans: dict[str, list[tuple[tuple, tuple]]] = {}
         self._pair_plans: dict[tuple, tuple] = {}  # (relations, earlier mode id, later mode id) -> _pair_plan()
         self._link_needs: dict[str, list[tuple[float, bool, bool]]] = {}
+        self._apart_needs: dict[str, list[tuple[float, bool, bool]]] = {}
+        self._local_rules: dict[str, list[bool]] = {}
         self._wide_modes: dict[str, list[bool]] = {}
         self._all_modes: list[bool] = []
         self._scope_shapes: dict[tuple, Scope] = {}
@@ -710,6 +757,29 @@ class Correlator:
                 found[number] = (max((lag for _, lag, _ in forward), default=-1.0),
                                  bool(self._rule_pairs.get((later, mode), ())), mode == later)
             self._link_needs[later] = found
+        return found
+
+    def _apart_needs_for(self, later: str) -> list[tuple[float, bool, bool]]:
+        """`_needs_for` for an earlier alert on another pod, GPU and node than `later`'s: only
+        rules whose scope reaches beyond one pod/GPU/node can still link such a pair causally."""
+        found = self._apart_needs.get(later)
+        if found is None or len(found) != len(_MODE_IDS):
+            found = [(-1.0, False, False)] * len(_MODE_IDS)
+            for mode, number in _MODE_IDS.items():
+                forward = [lag for _, lag, scope in self._rule_pairs.get((mode, later), ()) if scope - _LOCAL]
+                backward = any(scope - _LOCAL for _, _, scope in self._rule_pairs.get((later, mode), ()))
+                found[number] = (max(forward, default=-1.0), backward, mode == later)
+            self._apart_needs[later] = found
+        return found
+
+    def _local_rules_for(self, later: str) -> list[bool]:
+        """Per earlier mode's number: whether some rule linking it with `later` needs one pod,
+        GPU or node (so `_apart_needs_for` asks less than `_needs_for`)."""
+        found = self._local_rules.get(later)
+        if found is None or len(found) != len(_MODE_IDS):
+            needs, apart = self._needs_for(later), self._apart_needs_for(later)
+            found = [needs[number] != apart[number] for number in range(len(_MODE_IDS))]
+            self._local_rules[later] = found
         return found
 
     def _plans_for(self, later: str) -> list[tuple[tuple, tuple]]:
