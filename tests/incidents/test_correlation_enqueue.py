@@ -79,24 +79,15 @@ def test_a_key_that_just_ran_waits_twice_its_last_run_at_most_a_pace(queued, set
         assert longest - 0.05 < queued.call_args.kwargs["countdown"] <= longest
 
 
-def test_after_a_cheap_run_the_next_goes_at_once(queued, settings):
-    settings.CORRELATION_PACE_SECONDS = 0.25
-    enqueue.note_run_finished("c1", 0.001)
-    correlation.correlation_enqueue_now(["c1"])
-    queued.assert_called_once_with(("c1",), queue="rootline-correlation")
-
-
-def test_a_slice_that_left_alerts_waiting_requeues_its_key_unpaced(queued, settings):
-    settings.CORRELATION_PACE_SECONDS = 0.25
-    enqueue.note_run_finished("c1", 1.0)
-    correlation.correlation_enqueue_now(["c1"], paced=False)
-    queued.assert_called_once_with(("c1",), queue="rootline-correlation")
-
-
-def test_no_pace_queues_at_once(queued, settings):
-    settings.CORRELATION_PACE_SECONDS = 0
-    enqueue.note_run_finished("c1", 1.0)
-    correlation.correlation_enqueue_now(["c1"])
+@pytest.mark.parametrize(("pace", "last_run_seconds", "paced"), [
+    (0.25, 0.001, True),  # after a cheap run the next goes at once
+    (0.25, 1.0, False),  # a slice that left alerts waiting re-queues its key unpaced
+    (0, 1.0, True),  # no pace
+], ids=["cheap-last-run", "slice-requeue", "no-pace"])
+def test_queued_at_once(queued, settings, pace, last_run_seconds, paced):
+    settings.CORRELATION_PACE_SECONDS = pace
+    enqueue.note_run_finished("c1", last_run_seconds)
+    correlation.correlation_enqueue_now(["c1"], paced=paced)
     queued.assert_called_once_with(("c1",), queue="rootline-correlation")
 
 
