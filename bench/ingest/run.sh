@@ -119,6 +119,7 @@ d["cpu_s"]["load_client"] = round(float(user) + float(system), 2)  # its whole r
 print(json.dumps(d))' "$WORK/client.$label.time" | tee -a "$RES"
 }
 
+python3 "$ROOT/bench/calibrate.py" | tee -a "$RES"  # the machine's speed now, to compare runs of other days
 ours rootline_am_webhook_batch1 1 "$N1"
 ours rootline_am_webhook_batch100 100 "$N100"
 

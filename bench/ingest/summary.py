@@ -43,6 +43,9 @@ def main(path: str) -> None:
                   f"ingest worker concurrency {r['worker_concurrency']}, {r['c']} senders, started {r['started']}.")
         if r.get("mode") == "cpu":
             print(f"CPU seconds during {r['label']} ({r['wall_s']} s wall): {r['cpu_s']}")
+        if r.get("mode") == "calibration":
+            print(f"Machine speed before the load (bench/calibrate.py): 10M-addition Python loop {r['python_loop_10m_s']} s CPU, "
+                  f"load average {r['load_average']}.")
     for r in rows:
         if r.get("mode") == "check":
             print(f"\nRootline check: {r['alerts']:,} alert rows, {r['distinct_occurrences']:,} distinct (fingerprint, starts_at), "
