@@ -30,7 +30,7 @@ def correlation_enqueue_now(keys: list[str], *, paced: bool = True) -> None:
     from incidents.tasks import correlate_key
 
     wanted = [key for key in keys if settings.CELERY_TASK_ALWAYS_EAGER or cache.add(pending_flag(key), 1, timeout=60)]
-    delays = pace_delays(wanted) if paced and not settings.CELERY_TASK_ALWAYS_EAGER else {}
+    delays = pace_delays(wanted) if paced else {}
     for key in wanted:
         delay = delays.get(key)
         if delay:
@@ -51,8 +51,9 @@ def pace_delays(keys: list[str]) -> dict[str, float]:
     and each run's fixed cost (lock, queries, writes, an incident re-ranked) then costs more CPU
     than the alerts: in bench/ingest's bodies of 1, correlation took 0.9 ms of CPU per alert, as
     much as storing it. Paced, the alerts arriving meanwhile share one run. The first alert after
-    a quiet spell is correlated at once; later ones wait at most one pace."""
-    if settings.CORRELATION_PACE_SECONDS <= 0 or not keys:
+    a quiet spell is correlated at once; later ones wait at most one pace. Eager runs (no broker)
+    are never paced: nothing would run them later."""
+    if settings.CORRELATION_PACE_SECONDS <= 0 or settings.CELERY_TASK_ALWAYS_EAGER or not keys:
         return {}
     next_at = cache.get_many([next_run_flag(key) for key in keys])
     now = time.time()
@@ -67,8 +68,6 @@ def pace_delays(keys: list[str]) -> dict[str, float]:
 def pace_wait(key: str) -> float:
     """Seconds a run of `key` that is about to start should still wait (0: none). A run queued
     while the key's last one was still running could not know its pace when it was queued."""
-    if settings.CELERY_TASK_ALWAYS_EAGER:
-        return 0.0
     return pace_delays([key]).get(key, 0.0)
 
 
