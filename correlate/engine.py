@@ -373,7 +373,7 @@ class _Partition:
                                         x_pod, y.mode_id, run[starts[at]].t, y_t)):
                                     next(islice(newest_first, at - starts[at] - 1, None), None)
                             continue
-                    if not placed:
+                    if not placed:  # _placement_at(y, x_t), inline: it runs for every neighbour compared
                         pod = y.scope.pod
                         if pod and (pod in pod_nodes or pod in pod_gpus):  # topology.knows(pod)
                             cached = y.placement  # _placement's cache, read inline on its fast path
