@@ -128,26 +128,39 @@ class _Partition:
     def ingest(self, fresh: list[_Entry], touched: list[_Entry]) -> list[_Entry]:
         """Place new entries and re-run everything from the earliest point they can change."""
         positions = [bisect.bisect_left(self.sort_keys, e.sort_key) for e in fresh + touched]
+        topology_moved = False
         for entry in fresh:
             for kind, value, valid_from in self.topology.learn(entry.scope, entry.t):
+                topology_moved = True
                 positions.append(self._first_touched(entry.scope.pod, kind, value, valid_from))
         if not positions:
             return []
         start = min(positions)
         before = self.engine._before
-        for entry in self.entries[start:]:
+        suffix = self.entries[start:]
+        for entry in suffix:
             before[entry.key] = self.signature(entry)
+        # With the topology as it was, most alerts after a late one can repeat what they did.
+        replay = _Replay(self, suffix, touched) if suffix and not topology_moved else None
         self._rollback_from(start)
         if fresh:
-            tail = self.entries[start:] + fresh
+            tail = suffix + fresh
             tail.sort(key=lambda e: e.sort_key)
             del self.entries[start:]
             self.entries.extend(tail)
             del self.sort_keys[start:]
             self.sort_keys.extend([e.sort_key for e in tail])
         replayed = self.entries[start:]
-        for entry in replayed:
-            self._process(entry)
+        if replay is None:
+            for entry in replayed:
+                self._process(entry)
+        else:
+            for entry in replayed:
+                if replay.must_relink(entry):
+                    self._process(entry)
+                    replay.taint(entry)
+                else:
+                    self._repeat(entry, replay.saved[entry])
         return replayed
 
     def _first_touched(self, pod: str, kind: str, value: str, since: float) -> int:
@@ -399,15 +412,22 @@ class _Partition:
                     linked.add(self.find(change.key))
         elif x.change_kind in ("remediation", "rule_edit"):
             linked.update(self.find(y.key) for y in self._remediated(x, keys))
-        self.parent[x.key] = x.key
-        self.size[x.key] = 1
-        self.agg[x.key] = [x.t, x.t, 1 if x.end_t is None else 0, self._influence_end(x), [x]]
-        x.undo.append(("new", x.key))
+        self._open_group(x)
         if linked:
             agg = self.agg
             for root in sorted(linked) if len(linked) > 1 else linked:
                 if engine.is_open(agg[root], x.t):
                     self._union(self.find(root), self.find(x.key), x.undo)
+        self._index(x, keys)
+
+    def _open_group(self, x: _Entry) -> None:
+        self.parent[x.key] = x.key
+        self.size[x.key] = 1
+        self.agg[x.key] = [x.t, x.t, 1 if x.end_t is None else 0, self._influence_end(x), [x]]
+        x.undo.append(("new", x.key))
+
+    def _index(self, x: _Entry, keys: tuple[tuple[str, str], ...]) -> None:
+        """x joins its buckets (and a dense bucket's per-mode list, with its run start) after its scan."""
         if x.mode == "change":
             self.changes.append(x)
         else:
@@ -431,6 +451,33 @@ class _Partition:
                     same_mode.starts.append(start)
                     same_mode.append(x)
             x.index_keys = keys
+
+    def _repeat(self, x: _Entry, saved: tuple[list, list, list]) -> None:
+        """Do again what linking x did before a rollback, when `_Replay` shows it would do the same.
+
+        Its kept edges and links are put back, and its undo log (kept edges' counts, same-mode
+        joins, its group and the unions it made) is applied in the order it was written; the
+        groups it touches are as they were then, so each union keeps the same root.
+        """
+        if x.excluded:
+            return
+        x.edges, x.links, ops = saved
+        undo = x.undo
+        for op in ops:
+            kind = op[0]
+            if kind == "in":
+                op[1].incoming += 1
+                undo.append(op)
+            elif kind == "kin":
+                _, child, root = op
+                child.kin = root
+                root.kin_size += child.kin_size
+                undo.append(op)
+            elif kind == "new":
+                self._open_group(x)
+            else:
+                self._union(op[2], op[1], undo)
+        self._index(x, x.own_keys)
 
     @staticmethod
     def _unread_runs(modes: dict[int, list[_Entry]], readable: list[bool],
@@ -564,6 +611,95 @@ class _Partition:
         root[4].extend(child[4])
 
 
+class _Replay:
+    """Which alerts after a late one must be linked again; the others repeat what they did.
+
+    A late alert rolls its cluster back to its place, yet most alerts after it sit elsewhere in
+    the cluster (other workloads) and would link exactly as before. Linking an alert reads only
+    the alerts in its scan buckets (and, of each, its group: root, size, open or not, same-mode
+    component, kept incoming edges) and the changes in its horizon, nothing else of the cluster.
+    An alert is *tainted* when a group holding an alert linked again holds it, in the replay (its
+    group after that alert) or before the rollback (its final group then, which holds every group
+    it was in). An alert whose buckets and changes hold no tainted alert finds everything it reads
+    as it was, so it repeats its recorded outcome (`_Partition._repeat`). Only a replay with the
+    topology as it was qualifies (a newly learned pod->node/GPU link moves placements and buckets).
+    """
+
+    __slots__ = ("partition", "saved", "old_root", "old_members", "tainted", "hot", "tainted_upto", "change_reach",
+                 "relink_all")
+
+    def __init__(self, partition: _Partition, suffix: list[_Entry], touched: list[_Entry]) -> None:
+        self.partition = partition
+        engine = partition.engine
+        self.change_reach = max(engine.change_window, engine.rule_edit_window)
+        self.saved: dict[_Entry, tuple[list, list, list]] = {}  # alert -> (edges, links, undo log) before the rollback
+        self.old_root: dict[_Entry, str] = {}
+        self.old_members: dict[str, list[_Entry]] = {}  # final groups before the rollback, copied
+        parent, agg = partition.parent, partition.agg
+        for entry in suffix:
+            if entry.key in parent:
+                root = self.old_root[entry] = partition.find(entry.key)
+                if root not in self.old_members:
+                    self.old_members[root] = agg[root][4][:]
+            self.saved[entry] = (entry.edges, entry.links, entry.undo)
+        for entry in touched:  # a new end or an exclusion: linked again
+            self.saved.pop(entry, None)
+        self.tainted: set[_Entry] = set()
+        self.hot: set[tuple[str, str]] = set()  # buckets holding a tainted alert
+        self.tainted_upto: dict[str, int] = {}  # group root -> how many of its members are tainted
+        # A tainted group this big is a storm's, which nearly every alert after it reads: keeping
+        # the taint would cost more than it saves, so the rest is linked again.
+        self.relink_all = False
+
+    def must_relink(self, entry: _Entry) -> bool:
+        if self.relink_all or entry not in self.saved or entry.mode == "change":
+            return True
+        if entry.excluded:
+            return False
+        if not self.hot.isdisjoint(self.partition._scan_keys(entry, entry.own_scan)):
+            return True
+        changes = self.partition.changes
+        horizon = entry.t - self.change_reach
+        for number in range(len(changes) - 1, -1, -1):
+            change = changes[number]
+            if change.t < horizon:
+                break
+            if change in self.tainted:
+                return True
+        return False
+
+    def taint(self, entry: _Entry) -> None:
+        """`entry` was linked again: taint it, its group now and its final group before the rollback."""
+        if self.relink_all:
+            return
+        self._add(entry)
+        before = self.old_members.pop(self.old_root.get(entry, ""), None)
+        if before is not None:
+            if len(before) > _STORM_GROUP:
+                self.relink_all = True
+                return
+            for member in before:
+                self._add(member)
+        partition = self.partition
+        if entry.key in partition.parent:
+            root = partition.find(entry.key)
+            members = partition.agg[root][4]
+            if len(members) > _STORM_GROUP:
+                self.relink_all = True
+                return
+            # A group grows only by alerts linked again (one that repeats touches no tainted
+            # group), so the members tainted before are still its first ones.
+            for member in islice(members, self.tainted_upto.get(root, 0), None):
+                self._add(member)
+            self.tainted_upto[root] = len(members)
+
+    def _add(self, entry: _Entry) -> None:
+        if entry not in self.tainted:
+            self.tainted.add(entry)
+            self.hot.update(entry.own_scan)
+
+
+_STORM_GROUP = 256  # a partial replay tainting a group this big links everything after again
 _FORWARD, _BACKWARD, _LINK = 1, 2, 4
 _DENSE = 32  # a workload/model bucket with this many alerts in a scan's horizon is read per mode
 _UNKEPT = 8  # an edge into an alert with no kept incoming edge: never marked, so always compared
