@@ -115,6 +115,7 @@ class _Partition:
         self.size: dict[str, int] = {}
         self.agg: dict[str, list] = {}
         self._placements: dict[int, tuple] = {}
+        self._scan_keys_cache: dict[tuple, tuple] = {}  # (scope id, nodes, GPUs) -> scan keys, while final
 
     def find(self, key: str) -> str:
         parent = self.parent
@@ -282,17 +283,9 @@ class _Partition:
             x.nodes = topology.nodes(x.scope, x.t)
             x.gpus = topology.gpus(x.scope, x.t)
         keys = x.own_keys
-        if keys is None:
-            # _index_keys reads only the scope and the alert name; the cached value holds the scope.
-            keys_key = (id(x.scope), x.alert.labels.get("alertname", ""))
-            hit = engine._index_keys_cache.get(keys_key)
-            if hit is None:
-                if len(engine._index_keys_cache) > 200_000:
-                    engine._index_keys_cache.clear()
-                own = _index_keys(x)
-                hit = engine._index_keys_cache[keys_key] = (own, tuple(k for k in own if k[0] != "name"), x.scope)
-            keys = x.own_keys = hit[0]
-            x.own_scan = hit[1]
+        if keys is None:  # set when the alert was prepared; a new end clears it
+            x.own_keys, x.own_scan = engine._keys_of(x.scope, x.alert.alertname)
+            keys = x.own_keys
         linked: set[str] = set()
         x_t = x.t
         x_mode = x.mode
@@ -579,15 +572,29 @@ class _Partition:
         scope = x.scope
         if not x.nodes and not x.gpus:
             return own
+        topology = self.topology
+        # `own` follows from the scope; past the last pod link on x's nodes/GPUs the answer is
+        # the same for any later time, until the topology learns another link.
+        cache_key = (id(scope), x.nodes, x.gpus)
+        hit = self._scan_keys_cache.get(cache_key)
+        if hit is not None and x.t >= hit[2] and hit[1] == topology.version:
+            return hit[0]
         learned = []
+        settled = float("-inf")
         for kind, values, direct in (("node", x.nodes, scope.node), ("gpu", x.gpus, scope.gpus)):
             for value in values:
                 if value != direct and (kind == "node" or value not in direct):
                     learned.append((kind, value))
-                for other in self.topology.pods_on(kind, value, x.t):
+                for other in topology.pods_on(kind, value, x.t):
                     if other != scope.pod:
                         learned.append(("pod", other))
-        return sorted(set(own).union(learned)) if learned else own
+                settled = max(settled, topology.pods_settled_at(kind, value))
+        keys = sorted(set(own).union(learned)) if learned else own
+        if x.t >= settled:
+            if len(self._scan_keys_cache) > 100_000:
+                self._scan_keys_cache.clear()
+            self._scan_keys_cache[cache_key] = (keys, topology.version, settled, scope)
+        return keys
 
     def _influence_end(self, x: _Entry) -> float:
         """A change is over at once yet stays a suspect for its rule's lag, so it keeps its incident open."""
@@ -769,17 +776,14 @@ def _kin_root(entry: _Entry) -> _Entry:
     return entry
 
 
-def _index_keys(x: _Entry) -> tuple[tuple[str, str], ...]:
-    """Buckets an alert's neighbours are found in; a gateway key covers its deployment and model."""
-    scope = x.scope
+def _scope_keys(scope: Scope) -> tuple[tuple[str, str], ...]:
+    """Buckets a scope's neighbours are found in, sorted; a gateway key covers its deployment and model."""
     keys: list[tuple[str, str]] = [("gw", k) for k in scope.gateway_keys]
     if scope.pod:
         keys.append(("pod", scope.pod))
     if scope.node:
         keys.append(("node", scope.node))
     keys.extend(("gpu", g) for g in scope.gpus)
-    if x.alert.alertname:
-        keys.append(("name", x.alert.alertname))
     if scope.deployment and not gateway_key(scope.deployment):
         keys.append(("dep", scope.deployment))
     if scope.model and not gateway_key(scope.model):
@@ -829,7 +833,7 @@ class Correlator:
         self._relations_cache: dict[tuple, tuple] = {}
         self._prepared: dict[tuple, tuple] = {}
         self._window_lists: dict[str, list[float]] = {}
-        self._index_keys_cache: dict[tuple, tuple] = {}
+        self._scope_keys: dict[int, tuple] = {}  # scope id -> (its sorted bucket keys, the scope)
         self._link_plans: dict[str, list[tuple[tuple, tuple]]] = {}
         self._pair_plans: dict[tuple, tuple] = {}  # (relations, earlier mode id, later mode id) -> _pair_plan()
         self._link_needs: dict[str, list[tuple[float, bool, bool]]] = {}
@@ -838,7 +842,6 @@ class Correlator:
         self._wide_modes: dict[str, list[bool]] = {}
         self._all_modes: list[bool] = []
         self._scope_shapes: dict[tuple, Scope] = {}
-        self._classes: dict[tuple, Classification] = {}
         self._scopes: dict[tuple, Scope] = {}
         self._lookbacks: dict[tuple, timedelta] = {}
         self._partitions: dict[str, _Partition] = {}
@@ -1014,7 +1017,7 @@ class Correlator:
         prepared = self._prepared.get(class_key)
         if prepared is None:
             prepared = self._prepared[class_key] = self._prepare(alert, labels_key, class_key)
-        scope, back, cls, change_kind = prepared
+        scope, back, cls, change_kind, own_keys, own_scan = prepared
         onset = as_utc(alert.starts_at) - back
         return _Entry(
             alert=alert,
@@ -1027,6 +1030,8 @@ class Correlator:
             partition=scope.cluster,
             onset=onset,
             excluded=key in self._excluded,
+            own_keys=own_keys,
+            own_scan=own_scan,
         )
 
     def _prepare(self, alert: Alert, labels_key: tuple, class_key: tuple) -> tuple:
@@ -1049,13 +1054,19 @@ class Correlator:
             self._scopes.clear()
             self._lookbacks.clear()
             self._scope_shapes.clear()
-            self._classes.clear()
+            self._scope_keys.clear()
             self._prepared.clear()
-        # The classifier's answer depends on the alert name, labels, rule URL and annotations only.
-        cls = self._classes.get(class_key)
-        if cls is None:
-            cls = self._classes[class_key] = self.classifier.classify(alert)
-        return (scope, back, cls, self._change_kind(alert) if cls.failure_mode == "change" else "")
+        cls = self.classifier.classify(alert)  # cached there by what it reads
+        own_keys, own_scan = self._keys_of(scope, alert.alertname)
+        return (scope, back, cls, self._change_kind(alert) if cls.failure_mode == "change" else "", own_keys, own_scan)
+
+    def _keys_of(self, scope: Scope, alertname: str) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
+        """An alert's buckets (its scope's and its name's) and the ones its scan reads (not the name's)."""
+        hit = self._scope_keys.get(id(scope))
+        if hit is None:
+            hit = self._scope_keys[id(scope)] = (_scope_keys(scope), scope)  # holding the scope keeps its id
+        scan = hit[0]
+        return (tuple(sorted(scan + (("name", alertname),))) if alertname else scan), scan
 
     def _change_kind(self, alert: Alert) -> str:
         labels = alert.labels

@@ -257,6 +257,11 @@ class Topology:
     def knows(self, pod: str) -> bool:
         return pod in self.pod_nodes or pod in self.pod_gpus
 
+    def pods_settled_at(self, kind: str, value: str) -> float:
+        """From when `pods_on(kind, value, t)` lists every pod known on that node/GPU."""
+        pods = (self.node_pods if kind == "node" else self.gpu_pods).get(value)
+        return max(pods.values()) if pods else float("-inf")
+
     def pods_on(self, kind: str, value: str, at: float) -> list[str]:
         pods = (self.node_pods if kind == "node" else self.gpu_pods).get(value)
         return [p for p, since in pods.items() if since <= at] if pods else []
