@@ -121,7 +121,7 @@ class _Partition:
         self.size: dict[str, int] = {}
         self.agg: dict[str, list] = {}
         self._placements: dict[int, tuple] = {}
-        self._scan_keys_cache: dict[tuple, tuple] = {}  # (scope id, nodes, GPUs) -> scan keys, while final
+        self._scan_keys_cache: dict[tuple, tuple] = {}  # (scope id, nodes, GPUs) -> scan keys and when they hold
 
     def find(self, key: str) -> str:
         parent = self.parent
@@ -576,14 +576,14 @@ class _Partition:
         if not x.nodes and not x.gpus:
             return own
         topology = self.topology
-        # `own` follows from the scope; past the last pod link on x's nodes/GPUs the answer is
-        # the same for any later time, until the topology learns another link.
+        # `own` follows from the scope, and the pods on x's nodes/GPUs stay the same between two
+        # of their link start times: the answer holds there, until the topology learns a link.
         cache_key = (id(scope), x.nodes, x.gpus)
         hit = self._scan_keys_cache.get(cache_key)
-        if hit is not None and x.t >= hit[2] and hit[1] == topology.version:
+        if hit is not None and hit[2] <= x.t < hit[3] and hit[1] == topology.version:
             return hit[0]
         learned = []
-        settled = float("-inf")
+        since, until = float("-inf"), float("inf")
         for kind, values, direct in (("node", x.nodes, scope.node), ("gpu", x.gpus, scope.gpus)):
             for value in values:
                 if value != direct and (kind == "node" or value not in direct):
@@ -591,12 +591,12 @@ class _Partition:
                 for other in topology.pods_on(kind, value, x.t):
                     if other != scope.pod:
                         learned.append(("pod", other))
-                settled = max(settled, topology.pods_settled_at(kind, value))
+                began, changes = topology.pods_steady(kind, value, x.t)
+                since, until = max(since, began), min(until, changes)
         keys = sorted(set(own).union(learned)) if learned else own
-        if x.t >= settled:
-            if len(self._scan_keys_cache) > 100_000:
-                self._scan_keys_cache.clear()
-            self._scan_keys_cache[cache_key] = (keys, topology.version, settled, scope)
+        if len(self._scan_keys_cache) > 100_000:
+            self._scan_keys_cache.clear()
+        self._scan_keys_cache[cache_key] = (keys, topology.version, since, until, scope)
         return keys
 
     def _influence_end(self, x: _Entry) -> float:

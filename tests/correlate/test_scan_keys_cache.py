@@ -1,5 +1,6 @@
-"""The scan's bucket keys are cached per (scope, nodes, GPUs) once no later pod link can add a
-bucket; the cached answer must be the one computed afresh, whatever the topology learns later."""
+"""The scan's bucket keys are cached per (scope, nodes, GPUs) for the time between two pod links on
+those nodes/GPUs; the cached answer must be the one computed afresh, whatever the topology learns
+later and whatever time the next alert of that scope has."""
 from __future__ import annotations
 
 import random
