@@ -18,7 +18,7 @@ from typing import Iterable, Sequence
 from correlate.catalog import Catalog, load_catalog
 from correlate.classify import Classification, Classifier
 from correlate.events import RESOLVED, Alert, occurrence_key
-from correlate.ranking import rank
+from correlate.ranking import numbered_edges, rank_numbered
 from correlate.results import Decision, Edge, Exclude, FalsePositive, Incident, Member, Merge, Split
 from correlate.timing import as_utc, lookback
 from correlate.topology import Scope, Topology, gateway_key, in_change_scope, relations, scope_of
@@ -42,7 +42,8 @@ class _Entry:
 
     __slots__ = ("alert", "key", "cls", "scope", "t", "end_t", "partition", "onset", "change_kind", "excluded",
                  "nodes", "gpus", "placement", "member", "member_end", "index_keys", "edges", "links", "undo",
-                 "sort_key", "mode", "stamp", "own_keys", "own_scan", "mode_id", "kin", "kin_size", "incoming")
+                 "sort_key", "mode", "stamp", "own_keys", "own_scan", "mode_id", "kin", "kin_size", "incoming",
+                 "number")
 
     def __init__(self, alert: Alert, key: str, cls: Classification, scope: Scope, t: float, end_t: float | None,
                  partition: str, onset: datetime, change_kind: str = "", excluded: bool = False,
@@ -78,6 +79,7 @@ class _Entry:
         self.kin: _Entry = self  # union-find over kept same-mode links inside one group
         self.kin_size = 1
         self.incoming = 0  # kept causal edges into this alert from its own group
+        self.number = 0  # its position in the incident being built
 
 
 class _ModeList(list):
@@ -1295,20 +1297,24 @@ class Correlator:
 
     def _build(self, entries: list[_Entry]) -> Incident:
         inside = set(entries)
+        for number, entry in enumerate(entries):
+            entry.number = number  # members are numbered by position for ranking
         members = self._members(entries)
         # Each pair is recorded once, on the later alert of the two (a scan compares a neighbour
         # once), so an entry's records need only the other end checked against the incident.
-        edges: list[Edge] = []
-        links: list[tuple[str, str]] = []
+        records: list[list] = []
+        links: list[tuple[int, int]] = []
         for entry in entries:
             if entry.edges:
                 for record in entry.edges:
                     if (record[1] if record[0] is entry else record[0]) in inside:
-                        edges.append(record[5] or _made_edge(record))
+                        records.append(record)
             if entry.links:
-                key = entry.key
-                links.extend([(key, other.key) for other in entry.links if other in inside])
-        ranked = rank(members, edges, links, self.catalog)
+                number = entry.number
+                links.extend([(number, other.number) for other in entry.links if other in inside])
+        graph = numbered_edges([record[0].number for record in records], [record[1].number for record in records],
+                               [record[3] for record in records], lambda n: records[n][5] or _made_edge(records[n]))
+        ranked = rank_numbered(members, graph, links, self.catalog)
         ends = [m.ends_at for m in members]
         ended_at = max(ends) if ends and all(e is not None for e in ends) else None  # type: ignore[type-var]
         return Incident(
