@@ -296,7 +296,7 @@ def _chain(members: list[Member], graph: _Graph, root: int) -> tuple[str, ...]:
 
 
 def _clock(moment: datetime) -> str:
-    return f"{moment.hour:02d}:{moment.minute:02d}"  # strftime("%H:%M"), without its cost
+    return "%02d:%02d" % (moment.hour, moment.minute)  # strftime("%H:%M"), without its cost
 
 
 def _lag_words(seconds: float) -> str:
