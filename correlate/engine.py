@@ -14,7 +14,7 @@ import gc
 from itertools import islice
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from correlate.catalog import Catalog, load_catalog
 from correlate.classify import Classification, Classifier
@@ -811,8 +811,13 @@ class Correlator:
     def add(self, alert: Alert) -> list[Incident]:
         return self.add_many([alert])
 
-    def add_many(self, alerts: Iterable[Alert]) -> list[Incident]:
-        """Ingest alerts; returns the incidents they created or changed (members, edges or links)."""
+    def add_many(self, alerts: Iterable[Alert], *, rank_if: Callable[[str, int], bool] | None = None) -> list[Incident]:
+        """Ingest alerts; returns the incidents they created or changed (members, edges or links).
+
+        `rank_if(incident id, member count)` may hold back the ranking of a changed incident: it
+        then comes back with its members only (no edges, chain or root candidates; `ranked` is
+        False). A caller that writes a storm's incident of thousands of alerts after every few
+        alerts ranks it every few seconds instead (`incident_of` ranks it whenever asked)."""
         alerts = list(alerts)
         self._before = {}
         keys = [occurrence_key(a.fingerprint, a.starts_at) for a in alerts]
@@ -820,7 +825,7 @@ class Correlator:
         new_keys = set(keys)
         changed = [e for e in replayed
                    if e.key in new_keys or self._partitions[e.partition].signature(e) != self._before.get(e.key)]
-        return self._incidents_touching(changed)
+        return self._incidents_touching(changed, rank_if)
 
     def decide(self, decision: Decision) -> list[Incident]:
         """Apply a human decision; returns the incidents it changed. Decisions are never undone."""
@@ -1066,12 +1071,15 @@ class Correlator:
         found = self._incidents_touching([entry])
         return found[0] if found else None
 
-    def _incidents_touching(self, entries: Sequence[_Entry]) -> list[Incident]:
+    def _incidents_touching(self, entries: Sequence[_Entry],
+                            rank_if: Callable[[str, int], bool] | None = None) -> list[Incident]:
         if any(isinstance(d, (Merge, Split)) for d in self._decisions):
             groups = self._final_groups(entries)
         else:
             groups = self._automatic_groups(entries)
-        built = [self._build(members) for members in groups]
+        # A group's id is its earliest member's key (see _build); groups come sorted.
+        built = [self._build(members) if rank_if is None or rank_if(members[0].key, len(members))
+                 else self._build_unranked(members) for members in groups]
         built.sort(key=lambda inc: (inc.started_at, inc.id))
         return built
 
@@ -1171,6 +1179,17 @@ class Correlator:
             root_candidates=ranked.candidates,
             started_at=min([m.starts_at for m in members]),  # Member.starts_at is as_utc(alert.starts_at)
             ended_at=ended_at,
+        )
+
+    def _build_unranked(self, entries: list[_Entry]) -> Incident:
+        """_build() without the ranking: the members, when the incident started and ended."""
+        members = self._members(entries)
+        ends = [m.ends_at for m in members]
+        return Incident(
+            id=entries[0].key, members=tuple(members), edges=(), chain=(), root_candidates=(),
+            started_at=min([m.starts_at for m in members]),
+            ended_at=max(ends) if ends and all(e is not None for e in ends) else None,  # type: ignore[type-var]
+            ranked=False,
         )
 
     def _members(self, entries: list[_Entry]) -> list[Member]:

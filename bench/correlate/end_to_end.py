@@ -417,7 +417,7 @@ def run_case(args, case: str, rate: float, seconds: float, work: Path) -> dict:
             raise SystemExit(f"rootline not up; see {log}")
         time.sleep(3)  # workers connect to the broker
         if args.profile:
-            for pattern, tag in (("correlation@", "correlation"), ("ingest@", "ingest"), ("gunicorn", "gunicorn")):
+            for pattern, tag in (("correlation-", "correlation"), ("ingest@", "ingest"), ("gunicorn", "gunicorn")):
                 for pid in group_pids(serve.pid, pattern):
                     profilers.append(subprocess.Popen(
                         [str(ROOT / ".venv/bin/py-spy"), "record", "--nonblocking", "-r", "50", "-f", "raw", "-d",
