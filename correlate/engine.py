@@ -11,7 +11,6 @@ from __future__ import annotations
 
 import bisect
 import gc
-from itertools import islice
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Callable, Iterable, Sequence
@@ -81,13 +80,19 @@ class _ModeList(list):
     same-mode component when alert i was added. Components only grow while alert i is indexed
     (undoing a union made by it or before means undoing alert i first), so that stays true, and a
     scan that finds a component has nothing more to give passes its whole run at once.
+
+    `sources` holds, in order, the positions of alerts that had no kept incoming edge when added.
+    An indexed alert's kept incoming edges only grow (one from a later alert is undone with that
+    alert, before it), so every alert here with none now is listed: a scan that may still owe
+    the older alerts of a run an edge into such an alert (_UNKEPT) passes the run down to these.
     """
 
-    __slots__ = ("starts",)
+    __slots__ = ("starts", "sources")
 
     def __init__(self) -> None:
         super().__init__()
         self.starts: list[int] = []
+        self.sources: list[int] = []
 
     def run_start(self, last: int, kin: "_Entry") -> int:
         """Where a run of component `kin` ending at `last` begins, joining runs merged since."""
@@ -246,6 +251,8 @@ class _Partition:
                 same_mode = modes[mode_id]
                 same_mode.pop()
                 same_mode.starts.pop()
+                if same_mode.sources and same_mode.sources[-1] == len(same_mode):
+                    same_mode.sources.pop()
                 if not same_mode:
                     del modes[mode_id]
                     if not modes:
@@ -363,15 +370,30 @@ class _Partition:
                         if backward and ((dt <= reorder and x_depth > y.cls.depth) if same else dt <= slack):
                             wanted = wanted | _BACKWARD if y.incoming else _UNKEPT
                         if not wanted & ~mark:
-                            if starts is not None and not backward:
+                            if starts is not None:
                                 # What an older alert of this run could add is no more than y's
-                                # (the gap only grows), so the run is passed over in C; when y
+                                # (the gap only grows), so the run is passed over at once; when y
                                 # was judged apart from x, only if no alert of the run can be on
                                 # x's pod, GPU or node either.
                                 at = newest_first.__length_hint__()  # y's position in the run
-                                if at > starts[at] and (not apart or not x_placed and self._pod_quiet(
-                                        x_pod, y.mode_id, run[starts[at]].t, y_t)):
-                                    next(islice(newest_first, at - starts[at] - 1, None), None)
+                                start = starts[at]
+                                if backward and dt <= (reorder if same else slack):
+                                    # Except an edge from x into an older one (x can still be its
+                                    # cause): once the component holds one, only alerts with no
+                                    # kept incoming edge (_UNKEPT) can take another, so the pass
+                                    # stops above the newest of them. Without one (y's depth
+                                    # ruled it out), a shallower older alert may still want it.
+                                    if not mark & _BACKWARD:
+                                        continue
+                                    sources = run.sources
+                                    newest = bisect.bisect_left(sources, at) - 1
+                                    if newest >= 0 and sources[newest] >= start:
+                                        start = sources[newest] + 1
+                                if at > start and (not apart or not x_placed and self._pod_quiet(
+                                        x_pod, y.mode_id, run[start].t, y_t)):
+                                    # The reverse list iterator's state is the index it yields
+                                    # next: setting it passes the run in one step, not one by one.
+                                    newest_first.__setstate__(start - 1)
                             continue
                     if not placed:  # _placement_at(y, x_t), inline: it runs for every neighbour compared
                         pod = y.scope.pod
@@ -422,6 +444,8 @@ class _Partition:
                         same_mode = by_mode.setdefault(index_key, {})[mode_id] = _ModeList()
                     # _ModeList.add(), inline: every alert of a model goes through here.
                     start = len(same_mode)
+                    if not x.incoming:
+                        same_mode.sources.append(start)
                     if start:
                         last = same_mode[-1].kin
                         while last.kin is not last:
