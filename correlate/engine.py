@@ -14,7 +14,7 @@ import gc
 from itertools import islice
 from operator import attrgetter
 from datetime import datetime, timedelta, timezone
-from typing import Iterable, Sequence
+from typing import Callable, Iterable, Sequence
 
 from correlate.catalog import Catalog, load_catalog
 from correlate.classify import Classification, Classifier
@@ -91,13 +91,19 @@ class _ModeList(list):
     same-mode component when alert i was added. Components only grow while alert i is indexed
     (undoing a union made by it or before means undoing alert i first), so that stays true, and a
     scan that finds a component has nothing more to give passes its whole run at once.
+
+    `sources` holds, in order, the positions of alerts that had no kept incoming edge when added.
+    An indexed alert's kept incoming edges only grow (one from a later alert is undone with that
+    alert, before it), so every alert here with none now is listed: a scan that may still owe
+    the older alerts of a run an edge into such an alert (_UNKEPT) passes the run down to these.
     """
 
-    __slots__ = ("starts",)
+    __slots__ = ("starts", "sources")
 
     def __init__(self) -> None:
         super().__init__()
         self.starts: list[int] = []
+        self.sources: list[int] = []
 
     def run_start(self, last: int, kin: "_Entry") -> int:
         """Where a run of component `kin` ending at `last` begins, joining runs merged since."""
@@ -270,6 +276,8 @@ class _Partition:
                 same_mode = modes[mode_id]
                 same_mode.pop()
                 same_mode.starts.pop()
+                if same_mode.sources and same_mode.sources[-1] == len(same_mode):
+                    same_mode.sources.pop()
                 if not same_mode:
                     del modes[mode_id]
                     if not modes:
@@ -376,15 +384,30 @@ class _Partition:
                         if backward and ((dt <= reorder and x_depth > y.cls.depth) if same else dt <= slack):
                             wanted = wanted | _BACKWARD if y.incoming else _UNKEPT
                         if not wanted & ~mark:
-                            if starts is not None and not backward:
+                            if starts is not None:
                                 # What an older alert of this run could add is no more than y's
-                                # (the gap only grows), so the run is passed over in C; when y
+                                # (the gap only grows), so the run is passed over at once; when y
                                 # was judged apart from x, only if no alert of the run can be on
                                 # x's pod, GPU or node either.
                                 at = newest_first.__length_hint__()  # y's position in the run
-                                if at > starts[at] and (not apart or not x_placed and self._pod_quiet(
-                                        x_pod, y.mode_id, run[starts[at]].t, y_t)):
-                                    next(islice(newest_first, at - starts[at] - 1, None), None)
+                                start = starts[at]
+                                if backward and dt <= (reorder if same else slack):
+                                    # Except an edge from x into an older one (x can still be its
+                                    # cause): once the component holds one, only alerts with no
+                                    # kept incoming edge (_UNKEPT) can take another, so the pass
+                                    # stops above the newest of them. Without one (y's depth
+                                    # ruled it out), a shallower older alert may still want it.
+                                    if not mark & _BACKWARD:
+                                        continue
+                                    sources = run.sources
+                                    newest = bisect.bisect_left(sources, at) - 1
+                                    if newest >= 0 and sources[newest] >= start:
+                                        start = sources[newest] + 1
+                                if at > start and (not apart or not x_placed and self._pod_quiet(
+                                        x_pod, y.mode_id, run[start].t, y_t)):
+                                    # The reverse list iterator's state is the index it yields
+                                    # next: setting it passes the run in one step, not one by one.
+                                    newest_first.__setstate__(start - 1)
                             continue
                     if not placed:  # _placement_at(y, x_t), inline: it runs for every neighbour compared
                         pod = y.scope.pod
@@ -442,6 +465,8 @@ class _Partition:
                         same_mode = by_mode.setdefault(index_key, {})[mode_id] = _ModeList()
                     # _ModeList.add(), inline: every alert of a model goes through here.
                     start = len(same_mode)
+                    if not x.incoming:
+                        same_mode.sources.append(start)
                     if start:
                         last = same_mode[-1].kin
                         while last.kin is not last:
@@ -967,8 +992,13 @@ class Correlator:
     def add(self, alert: Alert) -> list[Incident]:
         return self.add_many([alert])
 
-    def add_many(self, alerts: Iterable[Alert]) -> list[Incident]:
-        """Ingest alerts; returns the incidents they created or changed (members, edges or links)."""
+    def add_many(self, alerts: Iterable[Alert], *, rank_if: Callable[[str, int], bool] | None = None) -> list[Incident]:
+        """Ingest alerts; returns the incidents they created or changed (members, edges or links).
+
+        `rank_if(incident id, member count)` may hold back the ranking of a changed incident: it
+        then comes back with its members only (no edges, chain or root candidates; `ranked` is
+        False). A caller that writes a storm's incident of thousands of alerts after every few
+        alerts ranks it every few seconds instead (`incident_of` ranks it whenever asked)."""
         alerts = list(alerts)
         self._before = {}
         keys = [occurrence_key(a.fingerprint, a.starts_at) for a in alerts]
@@ -976,7 +1006,7 @@ class Correlator:
         new_keys = set(keys)
         changed = [e for e in replayed
                    if e.key in new_keys or self._partitions[e.partition].signature(e) != self._before.get(e.key)]
-        return self._incidents_touching(changed)
+        return self._incidents_touching(changed, rank_if)
 
     def decide(self, decision: Decision) -> list[Incident]:
         """Apply a human decision; returns the incidents it changed. Decisions are never undone."""
@@ -1219,12 +1249,15 @@ class Correlator:
         found = self._incidents_touching([entry])
         return found[0] if found else None
 
-    def _incidents_touching(self, entries: Sequence[_Entry]) -> list[Incident]:
+    def _incidents_touching(self, entries: Sequence[_Entry],
+                            rank_if: Callable[[str, int], bool] | None = None) -> list[Incident]:
         if any(isinstance(d, (Merge, Split)) for d in self._decisions):
             groups = self._final_groups(entries)
         else:
             groups = self._automatic_groups(entries)
-        built = [self._build(members) for members in groups]
+        # A group's id is its earliest member's key (see _build); groups come sorted.
+        built = [self._build(members) if rank_if is None or rank_if(members[0].key, len(members))
+                 else self._build_unranked(members) for members in groups]
         built.sort(key=lambda inc: (inc.started_at, inc.id))
         return built
 
@@ -1328,6 +1361,17 @@ class Correlator:
             root_candidates=ranked.candidates,
             started_at=min([m.starts_at for m in members]),  # Member.starts_at is as_utc(alert.starts_at)
             ended_at=ended_at,
+        )
+
+    def _build_unranked(self, entries: list[_Entry]) -> Incident:
+        """_build() without the ranking: the members, when the incident started and ended."""
+        members = self._members(entries)
+        ends = [m.ends_at for m in members]
+        return Incident(
+            id=entries[0].key, members=tuple(members), edges=(), chain=(), root_candidates=(),
+            started_at=min([m.starts_at for m in members]),
+            ended_at=max(ends) if ends and all(e is not None for e in ends) else None,  # type: ignore[type-var]
+            ranked=False,
         )
 
     def _members(self, entries: list[_Entry]) -> list[Member]:

@@ -84,6 +84,7 @@ class Incident:
     root_candidates: tuple[RootCandidate, ...]
     started_at: datetime
     ended_at: datetime | None
+    ranked: bool = True  # False: ranking held back (`Correlator.add_many`'s rank_if), so no edges, chain or roots
 
     @property
     def alert_keys(self) -> tuple[str, ...]:

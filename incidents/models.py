@@ -217,6 +217,9 @@ class Incident(models.Model):
     root_confidence = models.FloatField(null=True, blank=True)
     root_explanation = models.TextField(blank=True, default="")
     chain = models.JSONField(default=list, blank=True, help_text="alert ids, cause before effect")
+    ranking_held = models.BooleanField(
+        default=False, help_text="its alerts are current but its chain, root and edges wait for the next ranking "
+        "(a big incident is ranked every few seconds during a storm)")
     merged_into = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="merged")
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)

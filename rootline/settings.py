@@ -172,6 +172,11 @@ CELERY_TASK_ACKS_LATE = True
 CELERY_TASK_REJECT_ON_WORKER_LOST = True
 CELERY_WORKER_PREFETCH_MULTIPLIER = 4
 CELERY_BROKER_CONNECTION_RETRY_ON_STARTUP = True
+# Celery's Django fixup closes the database connection before and after every task unless this is
+# set, so each drain or correlation run paid a new PostgreSQL connection (a backend started per
+# task). Tasks keep theirs as web requests do instead (rootline/celery.py: CONN_MAX_AGE, health
+# checks), and the fixup still closes it every 2 x this many tasks.
+CELERY_DB_REUSE_MAX = 1000
 CELERY_BROKER_TRANSPORT_OPTIONS = {"visibility_timeout": 3600}
 CELERY_TASK_DEFAULT_QUEUE = "rootline"
 # Correlation runs get their own queue and worker (bin/serve): a run over a large window takes

@@ -29,6 +29,8 @@ sending, --drain-timeout of waiting), every process it starts stopped on exit:
 5. Meanwhile a poller reads PostgreSQL directly (psycopg) every --interval s (0.075): per open
    delivery, how many of its alerts are stored, correlated, and in an incident. An alert's
    latency is (poll time - 202 time of its delivery); poll error <= one interval.
+   `cpu_s`: CPU seconds per kind of process from the first request until every alert is in
+   its incident (bench/ingest/cpu.py; `load_client` is this script: senders and poller).
 6. Stop `bin/serve` and its group; print one JSON line per case; --out appends them to a file.
 
 Latency is split into: 202 -> stored (ingestion: drain task, parse, upsert) and 202 -> in an
@@ -54,7 +56,9 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
+sys.path.insert(0, str(ROOT / "bench" / "ingest"))
 
+import cpu  # noqa: E402  (bench/ingest/cpu.py: CPU seconds per kind of process)
 from correlate.simulator.core import am_fingerprint, k8s_suffix  # noqa: E402
 
 PG = "postgres://postgres@127.0.0.1:5432"
@@ -417,12 +421,14 @@ def run_case(args, case: str, rate: float, seconds: float, work: Path) -> dict:
             raise SystemExit(f"rootline not up; see {log}")
         time.sleep(3)  # workers connect to the broker
         if args.profile:
-            for pattern, tag in (("correlation@", "correlation"), ("ingest@", "ingest"), ("gunicorn", "gunicorn")):
+            for pattern, tag in (("correlation-", "correlation"), ("ingest@", "ingest"), ("gunicorn", "gunicorn")):
                 for pid in group_pids(serve.pid, pattern):
                     profilers.append(subprocess.Popen(
                         [str(ROOT / ".venv/bin/py-spy"), "record", "--nonblocking", "-r", "50", "-f", "raw", "-d",
                          str(int(seconds + args.drain_timeout)), "-o", str(work / f"profile.{case}.{tag}.{pid}.txt"), "-p", str(pid)],
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
+        cpu.APP_PGID = serve.pid  # bin/serve's session: only its gunicorn and workers count as the app
+        cpu_before = cpu.snap()
         url = f"{base}{integration['url']}"
         out = Deliveries()
         done = threading.Event()
@@ -442,6 +448,7 @@ def run_case(args, case: str, rate: float, seconds: float, work: Path) -> dict:
         send_end = time.time()
         done.set()
         poll.join()
+        cpu_used = cpu.diff(cpu_before, cpu.snap())
         for p in profilers:
             p.send_signal(signal.SIGINT)
         for p in profilers:
@@ -476,7 +483,7 @@ def run_case(args, case: str, rate: float, seconds: float, work: Path) -> dict:
         "poll_interval_s": args.interval, "polls": result["polls"], "mean_poll_ms": result["mean_poll_ms"],
         "mean_poll_interval_ms": result["mean_poll_interval_ms"],
         "open_deliveries_at_end": result["open_at_end"], "db": counts, "tasks": task_times(log),
-        "send_ended_at": round(send_end, 3), "log": str(log),
+        "cpu_s": cpu_used, "send_ended_at": round(send_end, 3), "log": str(log),
     }
 
 

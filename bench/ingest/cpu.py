@@ -29,7 +29,7 @@ def kind(cmd: str, pgid: int) -> str:
         return "postgres"
     if "redis-server" in cmd:
         return "redis"
-    if "peer_bench.py" in cmd or "drain.py" in cmd:
+    if "peer_bench.py" in cmd or "drain.py" in cmd or "end_to_end.py" in cmd:
         return "load_client"
     return "other"
 
@@ -51,6 +51,14 @@ def snap() -> dict[str, float]:
     return out
 
 
+def diff(before: dict[str, float], after: dict[str, float]) -> dict[str, float]:
+    """CPU seconds per kind between two `snap()`s (processes that exited in between are lost)."""
+    per: dict[str, float] = {}
+    for key, secs in after.items():
+        per[key.split("|")[1]] = per.get(key.split("|")[1], 0.0) + secs - before.get(key, 0.0)
+    return {k: round(v, 2) for k, v in sorted(per.items(), key=lambda kv: -kv[1]) if v >= 0.01}
+
+
 def main() -> None:
     action, path = sys.argv[1], sys.argv[2]
     if action == "snap":
@@ -61,12 +69,8 @@ def main() -> None:
         before = json.load(f)
     now = snap()
     wall = float(open("/proc/uptime").read().split()[0]) - before["t"]
-    per: dict[str, float] = {}
-    for key, secs in now.items():
-        per[key.split("|")[1]] = per.get(key.split("|")[1], 0.0) + secs - before["cpu"].get(key, 0.0)
     label = sys.argv[3] if len(sys.argv) > 3 else ""
-    print(json.dumps({"mode": "cpu", "label": label, "wall_s": round(wall, 2),
-                      "cpu_s": {k: round(v, 2) for k, v in sorted(per.items(), key=lambda kv: -kv[1]) if v >= 0.01}}))
+    print(json.dumps({"mode": "cpu", "label": label, "wall_s": round(wall, 2), "cpu_s": diff(before["cpu"], now)}))
 
 
 if __name__ == "__main__":

@@ -46,6 +46,7 @@ class IncidentSerializer(serializers.ModelSerializer):
         fields = [
             "id", "title", "status", "severity", "started_at", "acknowledged_at", "mitigated_at", "resolved_at",
             "alert_count", "failure_modes", "layers", "scope", "root_cause", "chain", "assignee", "degradation",
+            "ranking_held",
         ]
 
     def get_root_cause(self, incident: Incident) -> RootCauseSerializer | None:

@@ -39,6 +39,15 @@ def correlation_enqueue_now(keys: list[str], *, paced: bool = True) -> None:
             correlate_key.apply_async((key,), queue=correlation_queue(key))
 
 
+def correlation_enqueue_later(key: str, seconds: float) -> None:
+    """A run of `key` in `seconds`, for the rankings its last run held back, unless a run is
+    pending already: that one asks again if it still leaves some held back."""
+    from incidents.tasks import correlate_key
+
+    if cache.add(pending_flag(key), 1, timeout=60 + int(seconds)):
+        correlate_key.apply_async((key,), queue=correlation_queue(key), countdown=max(round(seconds, 3), 0.01))
+
+
 # After a run, its key's next run waits up to this many times the run's length (at most one pace):
 # a trickle's runs then take at most a third of a core, and cheap runs barely wait.
 RUN_SPACING = 2.0

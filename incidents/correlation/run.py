@@ -26,7 +26,7 @@ from correlate.events import Alert as EngineAlert
 from correlate.results import Decision as EngineDecision
 from correlate.results import Exclude, FalsePositive, Merge, Split
 from incidents.catalog import catalog
-from incidents.correlation.enqueue import correlation_enqueue_now, note_run_finished, pending_flag
+from incidents.correlation.enqueue import correlation_enqueue_later, correlation_enqueue_now, note_run_finished, pending_flag
 from incidents.correlation.keys import lookback
 from incidents.correlation.state import KEPT, KeyState
 from incidents.correlation.sync import incidents_sync
@@ -89,8 +89,18 @@ def correlation_slice(*, key: str, since: datetime | None, keep_state: bool) -> 
         # Kept at once, even inside a caller's transaction: should that roll back, the key's
         # stored token goes back with it and the next run rebuilds instead of using this state.
         state.token = token
+        state.defer_ranking = defers_ranking()
         KEPT.keep(key, state)
+        wait = state.next_ranking_in()
+        if wait is not None and not more:
+            transaction.on_commit(lambda: correlation_enqueue_later(key, wait), robust=True)
     return touched, more  # only a worker's run (keep_state) takes a limited slice
+
+
+def defers_ranking() -> bool:
+    """Whether a worker's kept state ranks big incidents only every few seconds (`KeyState.rank_now`):
+    only with a broker, which runs the key again when a held-back ranking is due."""
+    return not settings.CELERY_TASK_ALWAYS_EAGER
 
 
 def stale_reason(state: KeyState | None, previous_token: str, current: Catalog) -> str | None:
@@ -135,9 +145,9 @@ def delta_run(key: str, state: KeyState, current: Catalog, limit: int | None) ->
         return None, None, "a human decision", False
     fresh, more = oldest_first(Alert.objects.filter(correlation_key=key, correlated=False), limit)
     fresh.sort(key=lambda row: (row.starts_at, row.id))
-    if not fresh:
+    if not fresh and not state.ranking_due():
         return [], state, None, False
-    if not state.can_take(fresh[0].starts_at, lookback(current)):
+    if fresh and not state.can_take(fresh[0].starts_at, lookback(current)):
         return None, None, "new alerts outside the state's window", False
     if state.relabelled(fresh):
         return None, None, "a known alert's labels changed", False
@@ -212,6 +222,10 @@ def window_alerts(key: str, *, since: datetime | None, span: timedelta,
             earliest_new = min((row.starts_at for row in taken), default=None)
             if more:
                 in_span = alerts.filter(Q(correlated=True) | Q(pk__in=[row.pk for row in taken]))
+        # Incidents whose ranking a kept state held back are ranked as if their alerts were new:
+        # the state was stale or lost with its process, and a rebuild must not leave them behind.
+        held_since = alerts.filter(incident__ranking_held=True).aggregate(first=Min("starts_at"))["first"]
+        earliest_new = min((t for t in (earliest_new, held_since) if t is not None), default=None)
         if earliest_new is None:
             return None, [], False
         since = earliest_new - span

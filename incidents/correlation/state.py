@@ -17,6 +17,7 @@ leave a state that disagrees with the database.
 from __future__ import annotations
 
 import threading
+from time import monotonic
 from collections import OrderedDict, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
@@ -27,6 +28,12 @@ from correlate.results import Incident as EngineIncident
 from incidents.models import Alert
 
 MAX_KEPT_KEYS = 256
+# An incident this big is ranked (edges, chain, root candidates) at most every RANK_EVERY_SECONDS
+# by a worker's runs; its members are written on every run. In bench/ingest's storm one incident
+# grows to 10,000 alerts, and ranking it after every few alerts cost more CPU than the rest of
+# the run (bench/correlate/peer_storm.py).
+BIG_INCIDENT = 500
+RANK_EVERY_SECONDS = 5.0
 # Alerts held by all of a process's states together (each costs ~14 KB with its engine entry):
 # past this, the least recently used states are dropped and their keys rebuild from the window.
 MAX_KEPT_ALERTS = 200_000
@@ -41,6 +48,9 @@ class KeyState:
     rows: dict[str, Alert]  # by occurrence key: every alert the correlator holds
     members: dict[int, set[str]] = field(default_factory=lambda: defaultdict(set))  # stored incident -> alert keys
     token: str = ""
+    defer_ranking: bool = False  # rank big incidents every RANK_EVERY_SECONDS (a worker's runs only)
+    ranked_at: dict[str, float] = field(default_factory=dict)  # engine incident id -> when last ranked (monotonic)
+    unranked: set[str] = field(default_factory=set)  # engine incident ids whose ranking was held back
 
     @classmethod
     def from_window(cls, correlator: Correlator, catalog: Catalog, since: datetime, decisions: tuple[int, ...],
@@ -67,9 +77,54 @@ class KeyState:
         return False
 
     def add(self, fresh: list[Alert], engine_alerts: list) -> list[EngineIncident]:
+        """The incidents the new alerts changed, and those whose held-back ranking is due."""
         for row in fresh:
             self.rows[row.key] = row
-        return self.correlator.add_many(engine_alerts)
+        rank_if = self.rank_now if self.defer_ranking else None
+        changed = self.correlator.add_many(engine_alerts, rank_if=rank_if) if engine_alerts else []
+        due = self.rankings_due()
+        if not due:
+            return changed
+        ranked = {incident.id for incident in due}
+        return [incident for incident in changed if incident.id not in ranked] + due
+
+    def rank_now(self, incident_id: str, size: int, now: float | None = None) -> bool:
+        """Whether a changed incident is ranked in this run: always when small or not ranked
+        here before (its first ranking is never held back), else once RANK_EVERY_SECONDS passed."""
+        now = monotonic() if now is None else now
+        if size >= BIG_INCIDENT and now - self.ranked_at.get(incident_id, -RANK_EVERY_SECONDS) < RANK_EVERY_SECONDS:
+            self.unranked.add(incident_id)
+            return False
+        self.ranked_at[incident_id] = now
+        self.unranked.discard(incident_id)
+        return True
+
+    def rankings_due(self, now: float | None = None) -> list[EngineIncident]:
+        """Held-back incidents whose ranking is due, ranked. An id names the incident's earliest
+        alert, so one that was merged or grew an earlier alert is found through that alert."""
+        now = monotonic() if now is None else now
+        due = [incident_id for incident_id in self.unranked if now - self.ranked_at.get(incident_id, 0.0) >= RANK_EVERY_SECONDS]
+        ranked: dict[str, EngineIncident] = {}
+        for incident_id in sorted(due):
+            self.unranked.discard(incident_id)
+            incident = self.correlator.incident_of(incident_id)
+            if incident is not None and incident.id not in ranked:
+                self.ranked_at[incident.id] = now
+                self.unranked.discard(incident.id)
+                ranked[incident.id] = incident
+        return list(ranked.values())
+
+    def ranking_due(self) -> bool:
+        wait = self.next_ranking_in()
+        return wait is not None and wait <= 0
+
+    def next_ranking_in(self, now: float | None = None) -> float | None:
+        """Seconds until the first held-back ranking is due; None when none is held back."""
+        if not self.unranked:
+            return None
+        now = monotonic() if now is None else now
+        first = min(self.ranked_at.get(incident_id, 0.0) for incident_id in self.unranked)
+        return max(0.0, first + RANK_EVERY_SECONDS - now)
 
     def affected(self, changed: list[EngineIncident], fresh: list[Alert]) -> tuple[list[EngineIncident], list[Alert]]:
         """The incidents and rows a sync must see so that writing them alone is the same as writing

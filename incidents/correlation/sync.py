@@ -27,15 +27,16 @@ def incidents_sync(*, key: str, rows: list[Alert], result: list[EngineIncident])
         if row.incident_id:
             previous[row.incident_id].add(row.id)
     assigned = assign_identities(result, by_key, previous, key)
-    stored = StoredDetails.load([incident.pk for incident in assigned.values()])
+    stored = StoredDetails.load([assigned[incident.id].pk for incident in result if incident.ranked])
     details = DetailWrites()
     touched: list[int] = []
     for engine_incident in result:
         incident = assigned[engine_incident.id]
         members = [by_key[member.key] for member in engine_incident.members if member.key in by_key]
         changed = incident_write(incident, engine_incident, members, by_key)
-        changed = details.edges(incident, engine_incident, by_key, stored.edges.get(incident.pk, [])) or changed
-        changed = details.candidates(incident, engine_incident, by_key, stored.candidates.get(incident.pk, [])) or changed
+        if engine_incident.ranked:  # else the stored edges and candidates stay until it is ranked
+            changed = details.edges(incident, engine_incident, by_key, stored.edges.get(incident.pk, [])) or changed
+            changed = details.candidates(incident, engine_incident, by_key, stored.candidates.get(incident.pk, [])) or changed
         if changed:
             touched.append(incident.pk)
     details.flush()
@@ -96,21 +97,13 @@ def assign_identities(result: list[EngineIncident], by_key: dict[str, Alert], pr
 
 
 def incident_write(incident: Incident, engine_incident: EngineIncident, members: list[Alert], by_key: dict[str, Alert]) -> bool:
-    root = engine_incident.root
-    root_row = by_key.get(root.alert_key) if root else None
-    scope = engine_incident.scope  # computed from every member on each access: once here
     values = {
         "started_at": min(row.starts_at for row in members),
         "last_alert_at": max(row.starts_at for row in members),
-        "scope": scope,
-        "layers": list(engine_incident.layers),
-        "failure_modes": list(engine_incident.failure_modes),
-        "root_alert_id": root_row.pk if root_row else None,
-        "root_confidence": round(root.confidence, 4) if root else None,
-        "root_explanation": root.explanation if root else "",
-        "chain": [by_key[k].pk for k in engine_incident.chain if k in by_key],
-        "title": incident_title(engine_incident, scope, root_row, members),
+        "ranking_held": not engine_incident.ranked,  # its details wait for the ranking (KeyState.rank_now)
     }
+    if engine_incident.ranked or not incident.title:
+        values.update(incident_details(engine_incident, members, by_key))
     if not incident.severity_by_human:
         values["severity"] = severity_of(members)
     values.update(status_from_alerts(incident, members))
@@ -120,6 +113,23 @@ def incident_write(incident: Incident, engine_incident: EngineIncident, members:
     if changed:
         incident.save(update_fields=changed + ["updated_at"])
     return bool(changed)
+
+
+def incident_details(engine_incident: EngineIncident, members: list[Alert], by_key: dict[str, Alert]) -> dict:
+    """What ranking and the members' places give an incident: scope, layers, root, chain, title."""
+    root = engine_incident.root
+    root_row = by_key.get(root.alert_key) if root else None
+    scope = engine_incident.scope  # computed from every member on each access: once here
+    return {
+        "scope": scope,
+        "layers": list(engine_incident.layers),
+        "failure_modes": list(engine_incident.failure_modes),
+        "root_alert_id": root_row.pk if root_row else None,
+        "root_confidence": round(root.confidence, 4) if root else None,
+        "root_explanation": root.explanation if root else "",
+        "chain": [by_key[k].pk for k in engine_incident.chain if k in by_key],
+        "title": incident_title(engine_incident, scope, root_row, members),
+    }
 
 
 def incident_title(engine_incident: EngineIncident, scope: dict[str, str], root_row: Alert | None, members: list[Alert]) -> str:

@@ -286,3 +286,73 @@ def test_an_alert_that_comes_back_with_other_labels_makes_the_next_run_rebuild(f
     alert.refresh_from_db()
     assert (alert.layer, alert.failure_mode) == ("hardware", "gpu_error")
     assert rerun(key, runs, [alert]) == "kept state"
+
+
+def hold_big_rankings(monkeypatch) -> list[float]:
+    """Worker runs as with a broker, on a clock that stands still unless moved, and incidents of
+    three alerts already big; returns the clock."""
+    from incidents.correlation import run, state
+
+    clock = [1000.0]
+    monkeypatch.setattr(state, "BIG_INCIDENT", 3)
+    monkeypatch.setattr(state, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(run, "defers_ranking", lambda: True)
+    return clock
+
+
+def recomputed() -> dict:
+    call_command("recorrelate", "--since", "2026-03-13T00:00:00Z", stdout=open("/dev/null", "w"))
+    return snapshot()
+
+
+def test_a_big_incident_gets_its_alerts_at_once_and_its_ranking_every_few_seconds(fleet, make_integration, runs, monkeypatch,
+                                                                                  django_capture_on_commit_callbacks):
+    """A worker's runs write a big incident's members on every run but rank it (edges, chain, root
+    candidates, title) at most every RANK_EVERY_SECONDS, and queue a run for when that is due;
+    once it has run, the stored incidents are exactly what a full recompute gives."""
+    from incidents.correlation import run, state
+
+    clock = hold_big_rankings(monkeypatch)
+    asked: list[tuple[str, float]] = []
+    monkeypatch.setattr(run, "correlation_enqueue_later", lambda key, seconds: asked.append((key, seconds)))
+    with django_capture_on_commit_callbacks() as callbacks:
+        replay(fleet, make_integration, stop_after=60)
+    for callback in callbacks:
+        if getattr(callback, "func", callback).__qualname__.startswith("correlation_slice"):  # a run asking for a later one
+            callback()
+    assert not Alert.objects.filter(correlated=False).exists()
+    held_keys = sorted({key for key, _ in asked})
+    assert held_keys and all(seconds == state.RANK_EVERY_SECONDS for _, seconds in asked)
+    assert Incident.objects.filter(ranking_held=True).exists()
+    held = snapshot()
+
+    clock[0] += state.RANK_EVERY_SECONDS  # the queued runs, when they are due
+    for key in held_keys:
+        correlation_run(key=key, keep_state=True)
+    assert runs()[-1] == "kept state"
+    assert not Incident.objects.filter(ranking_held=True).exists()
+    final = snapshot()
+
+    expected = recomputed()
+    assert final == expected
+    assert held.keys() == expected.keys()  # every alert was in its incident all along
+    for members in held:
+        assert held[members]["classification"] == expected[members]["classification"]
+    stale = [members for members in held if held[members] != expected[members]]
+    assert stale and all(len(members) >= state.BIG_INCIDENT for members in stale)  # only big ones waited
+
+
+def test_a_held_ranking_is_not_lost_with_the_state(fleet, make_integration, runs, monkeypatch):
+    """The process that held a ranking back died (or its state went stale): the next run of the
+    key rebuilds from the database window, which takes the held incidents in and ranks them."""
+    hold_big_rankings(monkeypatch)
+    replay(fleet, make_integration, stop_after=60)
+    held_keys = sorted(set(Incident.objects.filter(ranking_held=True).values_list("correlation_key", flat=True)))
+    assert held_keys
+    KEPT.clear()
+    for key in held_keys:
+        correlation_run(key=key, keep_state=True)
+    assert runs()[-1] == "window"
+    assert not Incident.objects.filter(ranking_held=True).exists()
+    final = snapshot()
+    assert final == recomputed()

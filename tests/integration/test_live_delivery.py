@@ -64,3 +64,27 @@ def test_real_worker_processes_interleaved_deliveries_on_the_broker(live_server,
         sent += len(alerts)
     wait_until(lambda: Alert.objects.filter(integration=integration).count() == sent, timeout=60, what=f"{sent} alerts processed by the worker")
     assert not Delivery.objects.filter(integration=integration).exclude(status="processed").exists()
+
+
+def test_a_real_worker_keeps_its_database_connection_from_task_to_task(make_integration, celery_worker_process):
+    """Celery's Django fixup would open a PostgreSQL session for every task (CELERY_DB_REUSE_MAX
+    unset); the worker keeps one, as web processes do, over many drain and correlation runs."""
+    from django.db import connection
+
+    from incidents import services
+
+    def sessions() -> int:
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT sessions FROM pg_stat_database WHERE datname = current_database()")
+            return cursor.fetchone()[0]
+
+    integration = make_integration("alertmanager")
+    before = sessions()
+    for batch in range(8):  # one at a time, each its own drain and correlation task
+        alerts = [{"status": "firing", "labels": {"alertname": "VLLMQueueTimeHigh", "pod": f"vllm-{batch}", "cluster": "it"},
+                   "annotations": {}, "startsAt": f"2026-11-29T03:{batch:02d}:00Z", "endsAt": "0001-01-01T00:00:00Z"}]
+        services.delivery_receive(integration=integration, body=json.dumps({"version": "4", "alerts": alerts}).encode(), headers={})
+        wait_until(lambda: Alert.objects.filter(integration=integration, correlated=True).count() == batch + 1, timeout=30,
+                   what=f"alert {batch + 1} processed and correlated")
+    # The worker's pool process and its parent; without reuse each of the 16+ tasks opened one.
+    assert sessions() - before <= 4
