@@ -55,18 +55,30 @@ class Classifier:
     def __init__(self, catalog: Catalog | None = None) -> None:
         self.catalog = catalog or load_catalog()
         self._cache: dict[tuple[object, ...], Classification] = {}
+        # Most alerts are decided by their name (and explicit labels) without reading the rule
+        # URL or annotations, whose text often names the pod: those answers are cached by name.
+        self._by_name: dict[tuple[object, ...], Classification] = {}
+        self._read_text = False  # whether the classification under way read the rule URL or annotations
         self._relevant_labels = frozenset(self.catalog.layer_keys + self.catalog.mode_keys + self.catalog.change_marker_labels)
 
     def classify(self, alert: Alert) -> Classification:
         relevant = self._relevant_labels
         explicit = tuple((k, v) for k, v in alert.labels.items() if k in relevant)
+        name_key = (alert.alertname, explicit)
+        cached = self._by_name.get(name_key)
+        if cached is not None:
+            return cached
         cache_key = (alert.alertname, explicit, alert.generator_url, tuple(alert.annotations.items()))
         cached = self._cache.get(cache_key)
         if cached is None:
+            self._read_text = False
             cached = self._classify(alert)
             if len(self._cache) > 50_000:
                 self._cache.clear()
+                self._by_name.clear()
             self._cache[cache_key] = cached
+            if not self._read_text:
+                self._by_name[name_key] = cached
         return cached
 
     def _classify(self, alert: Alert) -> Classification:
@@ -127,6 +139,7 @@ class Classifier:
         return ""
 
     def _slo_mode(self, alert: Alert) -> str:
+        self._read_text = True
         for text in (name_words(alert.alertname), rule_expressions(alert.generator_url).lower()):
             for mode, pattern in self.catalog.slo_names:
                 if pattern.search(text):
@@ -139,6 +152,7 @@ class Classifier:
         matcher = self._match_names(words) if words else None
         if matcher:
             return Classification(matcher.layer, matcher.mode, f"name:{matcher.id}", matcher.depth)
+        self._read_text = True
         expr = rule_expressions(alert.generator_url)
         for origin, text in (("expr", expr), ("annotations", self._annotation_expressions(alert))):
             matcher = self._match_metrics(text) if text else None

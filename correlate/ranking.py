@@ -10,6 +10,7 @@ from __future__ import annotations
 import heapq
 from dataclasses import dataclass
 from datetime import datetime
+from typing import Callable
 
 from correlate.catalog import Catalog
 from correlate.results import Edge, Member, RootCandidate
@@ -43,14 +44,24 @@ class Ranked:
 
 def rank(members: list[Member], edges: list[Edge], links: list[tuple[str, str]], catalog: Catalog) -> Ranked:
     if len(members) == 1:
-        only = members[0]
-        score = COVERAGE_WEIGHT + DEPTH_WEIGHT * only.depth / 100.0 + SOURCE_WEIGHT
-        text = explain(only, [], {only.key: only}, 0, 1, catalog)
-        return Ranked((), (only.key,), (RootCandidate(only.key, round(min(1.0, 0.5 * score + 0.5), 3), text),))
-    # Members are numbered by their position (onset order): the graph work below runs on lists
-    # and ints, which big incidents rebuilt on every update need.
+        return _rank_only(members[0], catalog)
+    # Members are numbered by their position (onset order): the graph work runs on lists and
+    # ints, which big incidents rebuilt on every update need.
     order = {m.key: i for i, m in enumerate(members)}
-    graph = _Graph(members, edges, order)
+    return rank_numbered(members, _Graph(members, edges, order), [(order[a], order[b]) for a, b in links], catalog)
+
+
+def _rank_only(only: Member, catalog: Catalog) -> Ranked:
+    score = COVERAGE_WEIGHT + DEPTH_WEIGHT * only.depth / 100.0 + SOURCE_WEIGHT
+    text = explain(only, [], {only.key: only}, 0, 1, catalog)
+    return Ranked((), (only.key,), (RootCandidate(only.key, round(min(1.0, 0.5 * score + 0.5), 3), text),))
+
+
+def rank_numbered(members: list[Member], graph: "_Graph", links: list[tuple[int, int]], catalog: Catalog) -> Ranked:
+    """rank() of members numbered by position, with edges and links as member numbers (as the
+    engine holds them): an edge's `Edge` is asked of the graph only when shown."""
+    if len(members) == 1:
+        return _rank_only(members[0], catalog)
     total_others = max(len(members) - 1, 1)
     wanted = max(1, catalog.settings.max_candidates)
     caused = {effect for cause, effect in zip(graph.causes, graph.effects) if cause != effect}
@@ -64,7 +75,7 @@ def rank(members: list[Member], edges: list[Edge], links: list[tuple[str, str]],
         sources = sorted(sources, key=deepest_first)[:SOURCE_LIMIT]
     others = sorted(caused, key=deepest_first) if len(sources) < wanted else []
     scored: list[tuple[float, int, str, int]] = []
-    reach_of = _Reachability.of_graph(members, graph, [(order[a], order[b]) for a, b in links])
+    reach_of = _Reachability.of_graph(members, graph, links)
     for i in sources + others[: wanted - len(sources)]:
         member = members[i]
         reach = reach_of.count_index(i)
@@ -78,7 +89,7 @@ def rank(members: list[Member], edges: list[Edge], links: list[tuple[str, str]],
     top = scored[:wanted]
     total_score = sum(s for s, *_ in top) or 1.0
     by_key = {m.key: m for m in members}
-    outgoing = _outgoing_of({key for _, _, key, _ in top}, edges)
+    outgoing = _outgoing_of({-negative for _, negative, _, _ in top}, members, graph)
     candidates = tuple(
         RootCandidate(
             alert_key=key,
@@ -87,27 +98,42 @@ def rank(members: list[Member], edges: list[Edge], links: list[tuple[str, str]],
         )
         for score, _, key, reach in top
     )
-    root = order[candidates[0].alert_key]
-    tree = _best_incoming(members, edges, graph, depth)
+    root = -top[0][1]
+    tree = _best_incoming(graph, depth)
     return Ranked(edges=tree, chain=_chain(members, graph, root), candidates=candidates)
 
 
 class _Graph:
-    """An incident's causal edges as (cause, effect) member numbers, in the order given."""
+    """An incident's causal edges as (cause, effect) member numbers and lags, in the order given.
 
-    __slots__ = ("causes", "effects")
+    `edge(n)` gives the n-th edge's `Edge`: only the tree's and the explained candidates' are
+    shown, so the engine makes the others never.
+    """
+
+    __slots__ = ("causes", "effects", "lags", "edge")
 
     def __init__(self, members: list[Member], edges: list[Edge], order: dict[str, int]) -> None:
         self.causes = [order[edge.cause] for edge in edges]
         self.effects = [order[edge.effect] for edge in edges]
+        self.lags = [edge.lag_seconds for edge in edges]
+        self.edge = edges.__getitem__
 
 
-def _outgoing_of(keys: set[str], edges: list[Edge]) -> dict[str, list[Edge]]:
+
+def numbered_edges(causes: list[int], effects: list[int], lags: list[float], edge: Callable[[int], Edge]) -> _Graph:
+    """An incident's edges for `rank_numbered`: cause and effect member numbers, lags, and how to
+    make the n-th edge's `Edge` when it is shown."""
+    graph = _Graph.__new__(_Graph)
+    graph.causes, graph.effects, graph.lags, graph.edge = causes, effects, lags, edge
+    return graph
+
+
+def _outgoing_of(starts: set[int], members: list[Member], graph: _Graph) -> dict[str, list[Edge]]:
     """The edges out of a few candidates (only the explained ones need them), in the order given."""
     outgoing: dict[str, list[Edge]] = {}
-    for edge in edges:
-        if edge.cause in keys:
-            outgoing.setdefault(edge.cause, []).append(edge)
+    for number, cause in enumerate(graph.causes):
+        if cause in starts:
+            outgoing.setdefault(members[cause].key, []).append(graph.edge(number))
     return outgoing
 
 
@@ -198,11 +224,12 @@ class _Reachability:
         return total - 1
 
 
-def _best_incoming(members: list[Member], edges: list[Edge], graph: _Graph, depth: list[int]) -> tuple[Edge, ...]:
+def _best_incoming(graph: _Graph, depth: list[int]) -> tuple[Edge, ...]:
     """One edge per effect: its most direct cause (the shortest lag), so the tree reads cleanly."""
     best: dict[int, int] = {}  # effect -> number of its edge chosen so far
-    lags = [edge.lag_seconds for edge in edges]
+    lags = graph.lags
     causes = graph.causes
+    edge = graph.edge
     for number, effect in enumerate(graph.effects):
         held = best.get(effect)
         if held is None:
@@ -215,10 +242,10 @@ def _best_incoming(members: list[Member], edges: list[Edge], graph: _Graph, dept
         elif abs(lag) != abs(held_lag):
             better = abs(lag) < abs(held_lag)
         else:
-            better = _directness(edges[number], depth[causes[number]]) < _directness(edges[held], depth[causes[held]])
+            better = _directness(edge(number), depth[causes[number]]) < _directness(edge(held), depth[causes[held]])
         if better:
             best[effect] = number
-    return tuple([edges[best[i]] for i in sorted(best)])
+    return tuple([edge(best[i]) for i in sorted(best)])
 
 
 def _directness(edge: Edge, cause_depth: int) -> tuple:
@@ -269,7 +296,7 @@ def _chain(members: list[Member], graph: _Graph, root: int) -> tuple[str, ...]:
 
 
 def _clock(moment: datetime) -> str:
-    return f"{moment.hour:02d}:{moment.minute:02d}"  # strftime("%H:%M"), without its cost
+    return "%02d:%02d" % (moment.hour, moment.minute)  # strftime("%H:%M"), without its cost
 
 
 def _lag_words(seconds: float) -> str:

@@ -257,6 +257,15 @@ class Topology:
     def knows(self, pod: str) -> bool:
         return pod in self.pod_nodes or pod in self.pod_gpus
 
+    def pods_steady(self, kind: str, value: str, at: float) -> tuple[float, float]:
+        """The times between which `pods_on(kind, value, t)` lists the same pods as at `at`."""
+        pods = (self.node_pods if kind == "node" else self.gpu_pods).get(value)
+        if not pods:
+            return float("-inf"), float("inf")
+        began = max((since for since in pods.values() if since <= at), default=float("-inf"))
+        changes = min((since for since in pods.values() if since > at), default=float("inf"))
+        return began, changes
+
     def pods_on(self, kind: str, value: str, at: float) -> list[str]:
         pods = (self.node_pods if kind == "node" else self.gpu_pods).get(value)
         return [p for p, since in pods.items() if since <= at] if pods else []

@@ -144,3 +144,40 @@ def test_name_words_split_camel_case_and_separators():
 def test_rule_expression_is_url_decoded_from_generator_url():
     url = "http://p:9090/graph?g0.expr=llm_kv_cache_fragmentation_ratio+%3E+0.25&g0.tab=1"
     assert rule_expressions(url) == "llm_kv_cache_fragmentation_ratio > 0.25"
+
+
+def test_an_answer_cached_by_name_is_only_one_the_name_decided():
+    # Answers decided by the alert name and explicit labels are cached by those alone (a storm's
+    # annotations name each pod); one that read the rule URL or annotations never is.
+    classifier = Classifier(load_catalog(use_env=False))
+    oom = [make_alert("LLMContainerOOMKilled", "01:00", annotations={"description": f"pod {n} was killed"}) for n in range(3)]
+    assert {classifier.classify(a).failure_mode for a in oom} == {"oom"}
+    assert len(classifier._by_name) == 1
+    vague = [make_alert("PageTeamB", "01:00", annotations={"description": "sglang:num_retracted_reqs above 0"}),
+             make_alert("PageTeamB", "01:00", annotations={"description": "nothing to see"}),
+             make_alert("PageTeamB", "01:00", expr="DCGM_FI_DEV_FB_FREE < 1024"),
+             make_alert("SomethingSlow", "01:00", failure_mode="slo", expr="vllm:time_per_output_token_seconds_bucket"),
+             make_alert("SomethingSlow", "01:00", failure_mode="slo", expr="vllm:time_to_first_token_seconds_bucket"),
+             # a name the catalog knows, marked as an SLO breach: which SLO is read from the rule
+             make_alert("LLMContainerOOMKilled", "01:00", failure_mode="slo", expr="llm:tpot_p99 > 0.2"),
+             make_alert("LLMContainerOOMKilled", "01:00", failure_mode="slo", expr="llm:ttft_p99 > 2")]
+    assert [classifier.classify(a).failure_mode for a in vague] == [Classifier(load_catalog(use_env=False)).classify(a).failure_mode
+                                                                    for a in vague]
+    assert [classifier.classify(a).failure_mode for a in vague][:3] == ["preemption", "other", "oom"]
+    assert [classifier.classify(a).failure_mode for a in vague][-2:] == ["slo_tpot", "slo_ttft"]
+    assert len(classifier._by_name) == 1
+
+
+def test_a_shared_classifier_answers_as_a_fresh_one_for_every_alert():
+    import random
+
+    catalog = load_catalog(use_env=False)
+    names = ["LLMContainerOOMKilled", "Rule17", "PageTeamB", "KVCacheFragmentationHigh", "SomethingVague", "LLMTTFTp99High"]
+    exprs = ["", "DCGM_FI_DEV_FB_FREE < 1024", "llmops:kv_cache_fragmentation:ratio > 0.25", "up == 0"]
+    notes = [{}, {"description": "sglang:num_retracted_reqs above 0"}, {"summary": "disk"}]
+    labels = [{}, {"failure_mode": "F1"}, {"failure_mode": "slo"}, {"layer": "gateway"}, {"failure_mode": "unknown"}]
+    rng = random.Random(4)
+    shared = Classifier(catalog)
+    for _ in range(400):
+        alert = make_alert(rng.choice(names), "01:00", expr=rng.choice(exprs), annotations=rng.choice(notes), **rng.choice(labels))
+        assert shared.classify(alert) == Classifier(catalog).classify(alert)

@@ -339,3 +339,30 @@ def test_a_held_back_ranking_gives_the_members_and_incident_of_gives_the_ranking
     assert (held.id, held.members, held.started_at, held.ended_at) == (ranked.id, ranked.members, ranked.started_at, ranked.ended_at)
     assert ranked.ranked and ranked.chain and ranked.root is not None
     assert engine.incident_of(ranked.id) == ranked
+
+
+def test_an_incident_ranks_as_rank_does_with_every_recorded_edge_made():
+    # The engine hands ranking member numbers and makes an edge's `Edge` only when it is shown
+    # (the tree, the candidates' explanations); the answer must be rank() of every edge made.
+    from correlate.engine import Correlator, _made_edge
+
+    alerts = fragmentation_chain() + [a for a in correlate_storm_alerts()]
+    correlator = Correlator(CATALOG)
+    correlator.add_many(alerts)
+    checked = 0
+    for incident in correlator.incidents():
+        entries = [correlator._entries[key] for key in incident.alert_keys]
+        inside = set(entries)
+        edges = [record[5] or _made_edge(record) for entry in entries for record in entry.edges
+                 if record[0] in inside and record[1] in inside]
+        links = [(entry.key, other.key) for entry in entries for other in entry.links if other in inside]
+        ranked = rank(list(incident.members), edges, links, CATALOG)
+        assert (ranked.edges, ranked.chain, ranked.candidates) == (incident.edges, incident.chain, incident.root_candidates)
+        checked += len(edges) > len(incident.edges)
+    assert checked  # some incident recorded more edges than its tree shows
+
+
+def correlate_storm_alerts():
+    from test_order_independence import storm
+
+    return storm(waves=3, pods=12)
