@@ -323,6 +323,24 @@ def test_ranking_on_member_numbers_gives_the_tree_and_chain_of_the_plain_version
         assert ranked.chain == plain_chain(members, edges, ranked.candidates[0].alert_key)
 
 
+def test_a_held_back_ranking_gives_the_members_and_incident_of_gives_the_ranking():
+    alerts = fragmentation_chain()
+    ranked = correlate(alerts, catalog=CATALOG)[0]
+    asked = []
+
+    def hold(incident_id, size):
+        asked.append((incident_id, size))
+        return False
+
+    engine = Correlator(CATALOG)
+    (held,) = engine.add_many(alerts, rank_if=hold)
+    assert asked == [(ranked.id, len(ranked.members))]
+    assert not held.ranked and held.edges == held.chain == held.root_candidates == ()
+    assert (held.id, held.members, held.started_at, held.ended_at) == (ranked.id, ranked.members, ranked.started_at, ranked.ended_at)
+    assert ranked.ranked and ranked.chain and ranked.root is not None
+    assert engine.incident_of(ranked.id) == ranked
+
+
 def test_an_incident_ranks_as_rank_does_with_every_recorded_edge_made():
     # The engine hands ranking member numbers and makes an edge's `Edge` only when it is shown
     # (the tree, the candidates' explanations); the answer must be rank() of every edge made.
@@ -348,21 +366,3 @@ def correlate_storm_alerts():
     from test_order_independence import storm
 
     return storm(waves=3, pods=12)
-
-
-def test_a_held_back_ranking_gives_the_members_and_incident_of_gives_the_ranking():
-    alerts = fragmentation_chain()
-    ranked = correlate(alerts, catalog=CATALOG)[0]
-    asked = []
-
-    def hold(incident_id, size):
-        asked.append((incident_id, size))
-        return False
-
-    engine = Correlator(CATALOG)
-    (held,) = engine.add_many(alerts, rank_if=hold)
-    assert asked == [(ranked.id, len(ranked.members))]
-    assert not held.ranked and held.edges == held.chain == held.root_candidates == ()
-    assert (held.id, held.members, held.started_at, held.ended_at) == (ranked.id, ranked.members, ranked.started_at, ranked.ended_at)
-    assert ranked.ranked and ranked.chain and ranked.root is not None
-    assert engine.incident_of(ranked.id) == ranked

@@ -57,3 +57,19 @@ def test_a_viewer_sees_no_action_buttons(live_server, page, make_integration, de
     page.goto(f"{live_server.url}/incidents/{incident.pk}/")
     assert page.locator("button:has-text('Acknowledge')").count() == 0
     assert "KVCacheFragmentationHigh" in page.locator("h1").inner_text() + page.content()
+
+
+def test_an_incident_whose_ranking_is_held_says_so(live_server, page, screenshot, make_integration, deliver):
+    """During a storm a big incident's alerts are current while its root and chain wait for the
+    next ranking (at most a few seconds): the page says so rather than look settled."""
+    User.objects.create_user("watcher", password="read only 42").groups.add(Group.objects.get_or_create(name="viewer")[0])
+    deliver(make_integration(), am_body(*cascade()))
+    incident = Alert.objects.get(alertname="KVCacheFragmentationHigh").incident
+    sign_in(page, live_server, "watcher", "read only 42")
+    page.goto(f"{live_server.url}/incidents/{incident.pk}/")
+    assert page.locator(".ranking-held").count() == 0
+    incident.ranking_held = True
+    incident.save(update_fields=["ranking_held"])
+    page.goto(f"{live_server.url}/incidents/{incident.pk}/")
+    assert "re-ranked every few seconds" in page.locator(".card", has_text="Root cause").inner_text()
+    screenshot("incident-ranking-held")
