@@ -30,7 +30,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench" / "correlate"))
 
-from storm_cluster import fresh_database  # noqa: E402
+from storm_cluster import django_on_fresh_database  # noqa: E402
 
 
 def peer_bench():
@@ -51,14 +51,7 @@ def main() -> int:
     ap.add_argument("--db", default="rootline_bench_peer_storm")
     args = ap.parse_args()
 
-    os.environ["DATABASE_URL"] = fresh_database(args.db)
-    os.environ.pop("CELERY_BROKER_URL", None)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rootline.settings")
-    os.environ.setdefault("ROOTLINE_LOG_LEVEL", "WARNING")
-    import django
-
-    django.setup()
-    import incidents.correlation.enqueue as enqueue
+    django_on_fresh_database(args.db)
     from incidents import services
     from incidents.correlation import correlation_run, run
     from django.db.models import Count
@@ -66,7 +59,6 @@ def main() -> int:
     from incidents.models import Alert, Incident
     from incidents.tasks import process_delivery
 
-    enqueue.correlation_enqueue_now = lambda keys, paced=True: None  # runs only where this bench says
     follow_ups: list[float] = []
     run.correlation_enqueue_later = lambda key, seconds: follow_ups.append(seconds)
     run.defers_ranking = lambda: args.defer == "on"  # as a worker with a broker does

@@ -35,6 +35,21 @@ def fresh_database(name: str) -> str:
     return url
 
 
+def django_on_fresh_database(name: str) -> None:
+    """Django in this process on a fresh database of its own and without a broker, with no
+    correlation run queued by deliveries: runs happen only where the bench calls them."""
+    os.environ["DATABASE_URL"] = fresh_database(name)
+    os.environ.pop("CELERY_BROKER_URL", None)
+    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rootline.settings")
+    os.environ.setdefault("ROOTLINE_LOG_LEVEL", "WARNING")
+    import django
+
+    django.setup()
+    import incidents.correlation.enqueue as enqueue
+
+    enqueue.correlation_enqueue_now = lambda keys, paced=True: None
+
+
 def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--cluster", default="gpu-eu-06")
@@ -45,21 +60,13 @@ def main() -> int:
     ap.add_argument("--db", default="rootline_bench_cluster")
     args = ap.parse_args()
 
-    os.environ["DATABASE_URL"] = fresh_database(args.db)
-    os.environ.pop("CELERY_BROKER_URL", None)
-    os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rootline.settings")
-    os.environ.setdefault("ROOTLINE_LOG_LEVEL", "WARNING")
-    import django
-
-    django.setup()
+    django_on_fresh_database(args.db)
     from end_to_end import build_storm
 
-    import incidents.correlation.enqueue as enqueue
     from incidents import services
     from incidents.correlation import correlation_run, run
     from incidents.tasks import process_delivery
 
-    enqueue.correlation_enqueue_now = lambda keys: None  # runs only where this bench says
     if args.gc == "on":
         run.gc_paused = _gc_left_on
     bodies = [body for body in build_storm(rate=args.rate, seconds=args.seconds, clusters=20, body=100, seed=7, t0=time.time())
