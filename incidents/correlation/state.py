@@ -115,6 +115,7 @@ class KeyState:
         return list(ranked.values())
 
     def ranking_due(self) -> bool:
+        """Whether a held-back ranking is due now (a run with no new alert then still runs)."""
         wait = self.next_ranking_in()
         return wait is not None and wait <= 0
 
