@@ -88,3 +88,47 @@ def test_a_real_worker_keeps_its_database_connection_from_task_to_task(make_inte
                    what=f"alert {batch + 1} processed and correlated")
     # The worker's pool process and its parent; without reuse each of the 16+ tasks opened one.
     assert sessions() - before <= 4
+
+
+def test_a_real_worker_ranks_a_big_incident_soon_after_holding_its_ranking_back(make_integration, celery_worker_process):
+    """A storm's incident passes 500 alerts while it was ranked a moment ago: the worker writes
+    its alerts at once, holds its ranking back, and ranks it in the run it queued on the broker
+    for when that is due, with no further alert arriving."""
+    from datetime import datetime, timedelta, timezone
+
+    from incidents import services
+    from incidents.correlation.state import BIG_INCIDENT, RANK_EVERY_SECONDS
+    from incidents.models import Incident
+
+    integration = make_integration("alertmanager")
+    names = ["KVCacheFragmentationHigh", "GPUMemoryHigh", "LLMPodOOMKilled", "LLMQueueBacklog", "TTFTp95High", "PreemptionStorm"]
+    start = datetime.now(timezone.utc).replace(microsecond=0) - timedelta(minutes=2)
+
+    def send(first: int, count: int) -> None:
+        alerts = [{"status": "firing", "annotations": {}, "endsAt": "0001-01-01T00:00:00Z",
+                   "labels": {"alertname": names[i % 6], "pod": f"vllm-llama-5d8f-{i}", "namespace": "llm-serving",
+                              "cluster": "big", "job": "vllm"},
+                   "startsAt": (start + timedelta(milliseconds=10 * i)).isoformat().replace("+00:00", "Z")}
+                  for i in range(first, first + count)]
+        services.delivery_receive(integration=integration, body=json.dumps({"version": "4", "alerts": alerts}).encode(), headers={})
+
+    def correlated(count: int) -> bool:
+        return Alert.objects.filter(integration=integration, correlated=True).count() == count
+
+    send(0, 100)
+    wait_until(lambda: correlated(100), timeout=60, what="the first 100 alerts correlated")  # ranked now: small
+    total = BIG_INCIDENT + 300  # five of the six names link into one incident (GPU memory stays apart)
+    for first in range(100, total, 100):
+        send(first, 100)
+    held = []
+    wait_until(lambda: held.append(Incident.objects.filter(ranking_held=True).exists()) or correlated(total),
+               timeout=60, what=f"{total} alerts correlated")
+    assert not Alert.objects.filter(integration=integration, incident=None).exists()  # every alert in its incident at once
+    incident = max(Incident.objects.filter(alerts__integration=integration).distinct(), key=lambda i: i.alerts.count())
+    assert incident.alerts.count() >= BIG_INCIDENT
+    assert any(held), "the big incident's ranking was never held back"
+    wait_until(lambda: not Incident.objects.filter(pk=incident.pk, ranking_held=True).exists(),
+               timeout=RANK_EVERY_SECONDS + 30, what="the held ranking done by the queued run")
+    incident.refresh_from_db()
+    assert incident.root_alert is not None and len(incident.chain) > 1
+    assert incident.edges.exists() and incident.root_candidates.exists()
