@@ -197,7 +197,9 @@ def window_run(key: str, since: datetime | None, current: Catalog, limit: int | 
     correlator = Correlator(current, [engine_decision(d) for d in decisions])
     result = correlator.add_many([engine_alert(row) for row in rows])
     touched = incidents_sync(key=key, rows=rows, result=result)
-    return touched, KeyState.from_window(correlator, current, since, tuple(d.pk for d in decisions), rows), more
+    state = KeyState.from_window(correlator, current, since, tuple(d.pk for d in decisions), rows)
+    state.note_ranked(incident.id for incident in result)
+    return touched, state, more
 
 
 def decision_ids(key: str) -> tuple[int, ...]:

@@ -88,6 +88,11 @@ class KeyState:
         ranked = {incident.id for incident in due}
         return [incident for incident in changed if incident.id not in ranked] + due
 
+    def note_ranked(self, incident_ids, now: float | None = None) -> None:
+        """These incidents were ranked just now (by the window run that built this state)."""
+        now = monotonic() if now is None else now
+        self.ranked_at.update(dict.fromkeys(incident_ids, now))
+
     def rank_now(self, incident_id: str, size: int, now: float | None = None) -> bool:
         """Whether a changed incident is ranked in this run: always when small or not ranked
         here before (its first ranking is never held back), else once RANK_EVERY_SECONDS passed."""

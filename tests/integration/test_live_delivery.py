@@ -90,10 +90,12 @@ def test_a_real_worker_keeps_its_database_connection_from_task_to_task(make_inte
     assert sessions() - before <= 4
 
 
-def test_a_real_worker_ranks_a_big_incident_soon_after_holding_its_ranking_back(make_integration, celery_worker_process):
+def test_a_real_worker_ranks_a_big_incident_soon_after_holding_its_ranking_back(make_integration, start_workers):
     """A storm's incident passes 500 alerts while it was ranked a moment ago: the worker writes
     its alerts at once, holds its ranking back, and ranks it in the run it queued on the broker
-    for when that is due, with no further alert arriving."""
+    for when that is due, with no further alert arriving. One process, as a correlation shard's
+    worker runs (`bin/serve`): the engine state that holds rankings back lives in a process."""
+    start_workers(1, concurrency=1)
     from datetime import datetime, timedelta, timezone
 
     from incidents import services
