@@ -1351,8 +1351,6 @@ class Correlator:
         graph = numbered_edges([record[0].number for record in records], [record[1].number for record in records],
                                [record[3] for record in records], lambda n: records[n][5] or _made_edge(records[n]))
         ranked = rank_numbered(members, graph, links, self.catalog)
-        ends = [m.ends_at for m in members]
-        ended_at = max(ends) if ends and all(e is not None for e in ends) else None  # type: ignore[type-var]
         return Incident(
             id=entries[0].key,
             members=tuple(members),
@@ -1360,18 +1358,15 @@ class Correlator:
             chain=ranked.chain,
             root_candidates=ranked.candidates,
             started_at=min([m.starts_at for m in members]),  # Member.starts_at is as_utc(alert.starts_at)
-            ended_at=ended_at,
+            ended_at=_ended_at(members),
         )
 
     def _build_unranked(self, entries: list[_Entry]) -> Incident:
         """_build() without the ranking: the members, when the incident started and ended."""
         members = self._members(entries)
-        ends = [m.ends_at for m in members]
         return Incident(
             id=entries[0].key, members=tuple(members), edges=(), chain=(), root_candidates=(),
-            started_at=min([m.starts_at for m in members]),
-            ended_at=max(ends) if ends and all(e is not None for e in ends) else None,  # type: ignore[type-var]
-            ranked=False,
+            started_at=min([m.starts_at for m in members]), ended_at=_ended_at(members), ranked=False,
         )
 
     def _members(self, entries: list[_Entry]) -> list[Member]:
@@ -1404,6 +1399,12 @@ class Correlator:
             depth=cls.depth,
         )
         return member
+
+
+def _ended_at(members: list[Member]) -> datetime | None:
+    """When an incident ended: its last member's end, once every member has ended."""
+    ends = [m.ends_at for m in members]
+    return max(ends) if ends and all(e is not None for e in ends) else None  # type: ignore[type-var]
 
 
 def _end_datetime(entry: _Entry) -> datetime | None:

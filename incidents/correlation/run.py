@@ -89,7 +89,6 @@ def correlation_slice(*, key: str, since: datetime | None, keep_state: bool) -> 
         # Kept at once, even inside a caller's transaction: should that roll back, the key's
         # stored token goes back with it and the next run rebuilds instead of using this state.
         state.token = token
-        state.defer_ranking = defers_ranking()
         KEPT.keep(key, state)
         wait = state.next_ranking_in()
         if wait is not None and not more:
@@ -151,7 +150,7 @@ def delta_run(key: str, state: KeyState, current: Catalog, limit: int | None) ->
         return None, None, "new alerts outside the state's window", False
     if state.relabelled(fresh):
         return None, None, "a known alert's labels changed", False
-    changed = state.add(fresh, [engine_alert(row) for row in fresh])
+    changed = state.add(fresh, [engine_alert(row) for row in fresh], hold_big_rankings=defers_ranking())
     result, rows = state.affected(changed, fresh)
     if not still_stored(rows):
         return None, None, "alerts or incidents deleted", False

@@ -48,7 +48,6 @@ class KeyState:
     rows: dict[str, Alert]  # by occurrence key: every alert the correlator holds
     members: dict[int, set[str]] = field(default_factory=lambda: defaultdict(set))  # stored incident -> alert keys
     token: str = ""
-    defer_ranking: bool = False  # rank big incidents every RANK_EVERY_SECONDS (a worker's runs only)
     ranked_at: dict[str, float] = field(default_factory=dict)  # engine incident id -> when last ranked (monotonic)
     unranked: set[str] = field(default_factory=set)  # engine incident ids whose ranking was held back
 
@@ -76,11 +75,12 @@ class KeyState:
                 return True
         return False
 
-    def add(self, fresh: list[Alert], engine_alerts: list) -> list[EngineIncident]:
-        """The incidents the new alerts changed, and those whose held-back ranking is due."""
+    def add(self, fresh: list[Alert], engine_alerts: list, *, hold_big_rankings: bool) -> list[EngineIncident]:
+        """The incidents the new alerts changed, and those whose held-back ranking is due. With
+        `hold_big_rankings`, big incidents are ranked at most every RANK_EVERY_SECONDS."""
         for row in fresh:
             self.rows[row.key] = row
-        rank_if = self.rank_now if self.defer_ranking else None
+        rank_if = self.rank_now if hold_big_rankings else None
         changed = self.correlator.add_many(engine_alerts, rank_if=rank_if) if engine_alerts else []
         due = self.rankings_due()
         if not due:
@@ -108,7 +108,7 @@ class KeyState:
         """Held-back incidents whose ranking is due, ranked. An id names the incident's earliest
         alert, so one that was merged or grew an earlier alert is found through that alert."""
         now = monotonic() if now is None else now
-        due = [incident_id for incident_id in self.unranked if now - self.ranked_at.get(incident_id, 0.0) >= RANK_EVERY_SECONDS]
+        due = [incident_id for incident_id in self.unranked if now - self.ranked_at[incident_id] >= RANK_EVERY_SECONDS]
         ranked: dict[str, EngineIncident] = {}
         for incident_id in sorted(due):
             self.unranked.discard(incident_id)
@@ -129,7 +129,7 @@ class KeyState:
         if not self.unranked:
             return None
         now = monotonic() if now is None else now
-        first = min(self.ranked_at.get(incident_id, 0.0) for incident_id in self.unranked)
+        first = min(self.ranked_at[incident_id] for incident_id in self.unranked)  # a held one was ranked before
         return max(0.0, first + RANK_EVERY_SECONDS - now)
 
     def affected(self, changed: list[EngineIncident], fresh: list[Alert]) -> tuple[list[EngineIncident], list[Alert]]:
