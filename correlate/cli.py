@@ -11,6 +11,7 @@ import sys
 from datetime import datetime, timezone
 from typing import Any, Sequence
 
+from correlate.batch import usable_processes
 from correlate.catalog import load_catalog
 from correlate.engine import Correlator, correlate
 from correlate.io import read_alerts
@@ -54,6 +55,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--changes", action="append", default=[], help="JSONL of PagerDuty Change Events bodies")
     parser.add_argument("--catalog", help="a team catalog YAML extending the packaged one (besides ROOTLINE_CATALOG)")
     parser.add_argument("--incremental", action="store_true", help="feed alerts one by one in file order")
+    parser.add_argument("--processes", type=int, default=0,
+                        help="batch: share clusters among this many processes (default: one per CPU; 1: this one only)")
     parser.add_argument("--indent", type=int, default=None)
     args = parser.parse_args(argv)
     catalog = load_catalog(args.catalog)
@@ -64,7 +67,7 @@ def main(argv: Sequence[str] | None = None) -> int:
             correlator.add(alert)
         incidents = correlator.incidents()
     else:
-        incidents = correlate(alerts, catalog=catalog)
+        incidents = correlate(alerts, catalog=catalog, processes=usable_processes(args.processes))
     json.dump(report(incidents), sys.stdout, indent=args.indent)
     sys.stdout.write("\n")
     return 0

@@ -1454,17 +1454,29 @@ def _decision_keys(decision: Decision) -> tuple[str, ...]:
     return (decision.alert_key,)
 
 
-def correlate(alerts: Iterable[Alert], decisions: Iterable[Decision] = (), catalog: Catalog | None = None) -> list[Incident]:
+def correlate(alerts: Iterable[Alert], decisions: Iterable[Decision] = (), catalog: Catalog | None = None, *,
+              processes: int = 1) -> list[Incident]:
     """Batch correlation: the same answer as feeding `alerts` one by one to a Correlator.
+
+    With `processes` > 1 (and fork available), clusters are shared among that many processes,
+    this one included (`correlate/batch.py`); the answer is the same. Fork only from a process
+    that runs no other threads.
 
     The cyclic garbage collector is paused for the call: a batch builds millions of long-lived
     objects and no garbage cycles worth reclaiming, and the repeated full collections over that
     growing heap cost a third of the run. It is re-enabled (if it was on) before returning.
     """
+    from correlate import batch  # it imports this module
+
+    alerts = alerts if isinstance(alerts, (list, tuple)) else list(alerts)
+    decisions = list(decisions)
     paused = gc.isenabled()
     if paused:
         gc.disable()
     try:
+        catalog = catalog or load_catalog()
+        if batch.can_split(alerts, decisions, processes):
+            return batch.correlate_split(alerts, decisions, catalog, processes)
         correlator = Correlator(catalog, decisions)
         correlator._ingest(alerts)
         return correlator.incidents()

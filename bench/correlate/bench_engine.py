@@ -1,7 +1,7 @@
 """Correlation engine benchmark: a synthetic day of alerts through the batch and incremental APIs.
 
 Usage: .venv/bin/python bench/correlate/bench_engine.py [--alerts 100000] [--clusters 20] [--hours 24] [--seed 7]
-           [--repeat 3] [--gc-freeze-every 0]
+           [--repeat 3] [--gc-freeze-every 0] [--processes 1]
 
 The stream mixes cascades (fragmentation -> OOM -> crash loop -> queueing -> TTFT, GPU Xid ->
 crash -> target down, preemption -> ITL/TPOT, hot replica -> queueing) with unrelated noise on
@@ -12,6 +12,9 @@ wait, with a few stragglers minutes late, so the incremental path also pays for 
 correlation worker can after each batch: the cyclic collector then never rescans the engine's
 long-lived alerts, so the incremental maximum is engine work rather than a full collection over
 the whole heap. Off by default, so the default figures include the collector's pauses.
+
+`--processes N` runs the batch with its clusters shared among N processes (correlate/batch.py);
+its answer must equal the one-process batch, which is then also timed (`batch_1p_s_best`).
 """
 from __future__ import annotations
 
@@ -114,6 +117,7 @@ def main() -> int:
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--repeat", type=int, default=3)
     parser.add_argument("--gc-freeze-every", type=int, default=0, help="gc.freeze() after every N adds (0: never)")
+    parser.add_argument("--processes", type=int, default=1, help="batch: clusters shared among N processes")
     args = parser.parse_args()
     catalog = load_catalog(use_env=False)
     arrivals = stream(args.alerts, args.clusters, args.hours, args.seed)
@@ -124,9 +128,19 @@ def main() -> int:
     for _ in range(args.repeat):
         gc.collect()
         began, began_cpu = time.perf_counter(), time.process_time()
-        incidents = correlate(alerts, catalog=catalog)
+        incidents = correlate(alerts, catalog=catalog, processes=args.processes)
         batch_times.append(time.perf_counter() - began)
         batch_cpu.append(time.process_time() - began_cpu)
+    one_process = []
+    if args.processes > 1:
+        for _ in range(args.repeat):
+            gc.collect()
+            began = time.perf_counter()
+            serial = correlate(alerts, catalog=catalog)
+            one_process.append(time.perf_counter() - began)
+        if serial != incidents:
+            print(json.dumps({"error": "the batch over processes differs from the one-process batch"}))
+            return 1
     gc.collect()
     correlator = Correlator(catalog)
     per_alert = []
@@ -148,6 +162,8 @@ def main() -> int:
         "alerts": len(alerts), "clusters": args.clusters, "hours": args.hours, "seed": args.seed,
         "incidents": len(incidents), "multi_alert_incidents": sum(1 for i in incidents if len(i.members) > 1),
         "batch_s_best": round(min(batch_times), 3), "batch_s_all": [round(t, 3) for t in batch_times],
+        "batch_processes": args.processes,
+        "batch_1p_s_best": round(min(one_process), 3) if one_process else round(min(batch_times), 3),
         "incremental_total_s": round(incremental_total, 3),
         "incremental_p50_ms": round(per_alert[len(per_alert) // 2] * 1000, 3),
         "incremental_p99_ms": round(per_alert[int(len(per_alert) * 0.99)] * 1000, 3),

@@ -1,0 +1,182 @@
+"""Batch correlation over several processes: clusters are independent, so they can be split.
+
+The engine never links alerts of two clusters (each cluster is its own partition, see
+engine.py), so a batch can hand whole clusters to forked worker processes and merge their
+incidents, sorted as `Correlator.incidents()` sorts them; the answer is the same as one process
+gives. Human merges and splits can join incidents across clusters, so a batch with any runs in
+one process. Only where `fork` exists (Linux): the children inherit the alerts and the catalog
+instead of receiving them pickled, and send back their incidents, pickled while this process
+correlates its own share.
+
+Forking a process that runs other threads is unsafe (a lock another thread holds stays held in
+the child), so `correlate()` forks only when asked to (`processes`), as the command line does.
+"""
+from __future__ import annotations
+
+import multiprocessing
+import os
+import pickle
+import traceback
+from typing import Sequence
+
+from correlate.catalog import Catalog
+from correlate.events import Alert, occurrence_key
+from correlate.results import Decision, Incident, Merge, Split
+from correlate.topology import CLUSTER_KEYS
+
+# Below this many alerts a fork, pickling and unpickling cost more than the second core saves.
+MIN_ALERTS_TO_SPLIT = 5_000
+# A worker's share also pays for pickling its incidents (~15% of correlating them, on the
+# 100k-alert day), this process's for unpickling theirs (~8%): shares are balanced with that.
+_PICKLE_SHARE = 0.15
+_UNPICKLE_SHARE = 0.08
+
+def can_split(alerts: Sequence[Alert], decisions: Sequence[Decision], processes: int) -> bool:
+    return (processes > 1 and len(alerts) >= MIN_ALERTS_TO_SPLIT and "fork" in multiprocessing.get_all_start_methods()
+            and not any(isinstance(decision, (Merge, Split)) for decision in decisions))
+
+
+def cluster_of(alert: Alert) -> str:
+    """The engine's partition of an alert: its scope's cluster (topology.scope_of)."""
+    labels = alert.labels
+    for name in CLUSTER_KEYS:
+        value = labels.get(name)
+        if value:
+            return value.strip()
+    return ""
+
+
+def shares_by_cluster(alerts: Sequence[Alert], count: int) -> list[list[Alert]]:
+    """At most `count` shares of whole clusters, about equal in work, the first one this
+    process's, each in arrival order. An occurrence sent again under another cluster label (an
+    Events-API dedup key reused, say) is the engine's business in both clusters, so those go to
+    one share."""
+    by_cluster: dict[str, list[int]] = {}
+    first_cluster: dict[str, str] = {}
+    mixed: set[str] = set()  # fingerprints seen under two clusters (a change summary made in several)
+    for number, alert in enumerate(alerts):
+        cluster = cluster_of(alert)
+        if first_cluster.setdefault(alert.fingerprint, cluster) != cluster:
+            mixed.add(alert.fingerprint)
+        numbers = by_cluster.get(cluster)
+        if numbers is None:
+            numbers = by_cluster[cluster] = []
+        numbers.append(number)
+    together = _Together()
+    filed: dict[str, str] = {}
+    for alert in alerts if mixed else ():
+        if alert.fingerprint in mixed:
+            cluster = cluster_of(alert)
+            first = filed.setdefault(occurrence_key(alert.fingerprint, alert.starts_at), cluster)
+            if first != cluster:
+                together.join(first, cluster)
+    groups: dict[str, list[int]] = {}
+    for cluster, numbers in by_cluster.items():
+        groups.setdefault(together.find(cluster), []).extend(numbers)
+    sizes = sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))
+    loads = [0.0] * min(count, len(sizes))
+    picked: list[list[int]] = [[] for _ in loads]
+    for _, numbers in sizes:
+        share = min(range(len(loads)), key=lambda s: (max(_loads_with(loads, s, len(numbers))), s))
+        loads = _loads_with(loads, share, len(numbers))
+        picked[share].extend(numbers)
+    shares = []
+    for numbers in picked:
+        numbers.sort()  # arrival order within a share, as the serial run sees it
+        shares.append([alerts[n] for n in numbers])
+    return [share for share in shares if share]
+
+
+class _Together:
+    """Clusters that must be correlated in one process (a tiny union-find)."""
+
+    def __init__(self) -> None:
+        self.parent: dict[str, str] = {}
+
+    def find(self, cluster: str) -> str:
+        while self.parent.get(cluster, cluster) != cluster:
+            cluster = self.parent[cluster]
+        return cluster
+
+    def join(self, a: str, b: str) -> None:
+        a, b = sorted((self.find(a), self.find(b)))
+        if a != b:
+            self.parent[b] = a
+
+
+def _loads_with(loads: list[float], share: int, alerts: int) -> list[float]:
+    """Each share's work after giving it `alerts` more: a worker's alerts cost a little more
+    (pickled there) and add to this process's work (unpickled here)."""
+    loads = loads[:]
+    if share == 0:
+        loads[0] += alerts
+    else:
+        loads[share] += alerts * (1 + _PICKLE_SHARE)
+        loads[0] += alerts * _UNPICKLE_SHARE
+    return loads
+
+
+def correlate_split(alerts: Sequence[Alert], decisions: Sequence[Decision], catalog: Catalog,
+                    processes: int) -> list[Incident]:
+    """`correlate()` with clusters shared among `processes` processes (this one included)."""
+    from correlate.engine import Correlator  # engine.correlate() imports this module
+
+    shares = shares_by_cluster(alerts, processes)
+    context = multiprocessing.get_context("fork")
+    workers = []
+    for share in shares[1:]:
+        reader, writer = context.Pipe(duplex=False)
+        process = context.Process(target=_work, args=(share, decisions, catalog, writer), daemon=True)
+        process.start()
+        writer.close()
+        workers.append((process, reader))
+    try:
+        correlator = Correlator(catalog, decisions)
+        correlator._ingest(shares[0])
+        incidents = correlator.incidents()
+        for process, reader in workers:
+            incidents.extend(_received(process, reader))
+    finally:
+        for process, reader in workers:
+            reader.close()
+            process.join(timeout=5)
+            if process.is_alive():
+                process.kill()
+    incidents.sort(key=lambda incident: (incident.started_at, incident.id))
+    return incidents
+
+
+def _work(share: list[Alert], decisions: Sequence[Decision], catalog: Catalog, writer) -> None:
+    """In a forked worker: correlate one share and send its incidents back, or the error."""
+    from correlate.engine import Correlator
+
+    try:
+        correlator = Correlator(catalog, decisions)
+        correlator._ingest(share)
+        payload = pickle.dumps(("incidents", correlator.incidents()), protocol=pickle.HIGHEST_PROTOCOL)
+    except BaseException:  # noqa: BLE001 - the parent raises it
+        payload = pickle.dumps(("error", traceback.format_exc()))
+    writer.send_bytes(payload)
+    writer.close()
+
+
+def _received(process, reader) -> list[Incident]:
+    try:
+        kind, value = pickle.loads(reader.recv_bytes())
+    except EOFError:
+        process.join(timeout=5)
+        raise RuntimeError(f"a batch correlation worker (pid {process.pid}) ended without an answer "
+                           f"(exit code {process.exitcode})") from None
+    if kind == "error":
+        raise RuntimeError(f"a batch correlation worker failed:\n{value}")
+    return value
+
+
+def usable_processes(requested: int | None) -> int:
+    """`requested` processes, or with None (or 0) one per CPU this process may run on."""
+    if requested:
+        return max(1, requested)
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1
