@@ -13,13 +13,13 @@ the child), so `correlate()` forks only when asked to (`processes`), as the comm
 """
 from __future__ import annotations
 
-import multiprocessing
 import os
 import pickle
 import traceback
 from typing import Sequence
 
 from correlate.catalog import Catalog
+from correlate.engine import Correlator  # engine.correlate() imports this module when called
 from correlate.events import Alert, occurrence_key
 from correlate.results import Decision, Incident, Merge, Split
 from correlate.topology import CLUSTER_KEYS
@@ -32,7 +32,7 @@ _PICKLE_SHARE = 0.15
 _UNPICKLE_SHARE = 0.08
 
 def can_split(alerts: Sequence[Alert], decisions: Sequence[Decision], processes: int) -> bool:
-    return (processes > 1 and len(alerts) >= MIN_ALERTS_TO_SPLIT and "fork" in multiprocessing.get_all_start_methods()
+    return (processes > 1 and len(alerts) >= MIN_ALERTS_TO_SPLIT and hasattr(os, "fork")
             and not any(isinstance(decision, (Merge, Split)) for decision in decisions))
 
 
@@ -119,57 +119,79 @@ def _loads_with(loads: list[float], share: int, alerts: int) -> list[float]:
 def correlate_split(alerts: Sequence[Alert], decisions: Sequence[Decision], catalog: Catalog,
                     processes: int) -> list[Incident]:
     """`correlate()` with clusters shared among `processes` processes (this one included)."""
-    from correlate.engine import Correlator  # engine.correlate() imports this module
-
     shares = shares_by_cluster(alerts, processes)
-    context = multiprocessing.get_context("fork")
-    workers = []
-    for share in shares[1:]:
-        reader, writer = context.Pipe(duplex=False)
-        process = context.Process(target=_work, args=(share, decisions, catalog, writer), daemon=True)
-        process.start()
-        writer.close()
-        workers.append((process, reader))
+    workers = [_fork(share, decisions, catalog) for share in shares[1:]]
     try:
         correlator = Correlator(catalog, decisions)
         correlator._ingest(shares[0])
         incidents = correlator.incidents()
-        for process, reader in workers:
-            incidents.extend(_received(process, reader))
+        for pid, answer in workers:
+            incidents.extend(_received(pid, answer))
     finally:
-        for process, reader in workers:
-            reader.close()
-            process.join(timeout=5)
-            if process.is_alive():
-                process.kill()
+        for pid, answer in workers:
+            _reap(pid, answer)
     incidents.sort(key=lambda incident: (incident.started_at, incident.id))
     return incidents
 
 
-def _work(share: list[Alert], decisions: Sequence[Decision], catalog: Catalog, writer) -> None:
-    """In a forked worker: correlate one share and send its incidents back, or the error."""
-    from correlate.engine import Correlator
+def _fork(share: list[Alert], decisions: Sequence[Decision], catalog: Catalog) -> tuple[int, int]:
+    """A worker correlating `share`; returns its pid and the pipe its answer comes through.
 
+    A bare fork, not `multiprocessing`: its children run the after-fork hooks libraries register
+    (kombu's closes its broker connections, reading from sockets the parent still uses), and
+    a Django process has them. The worker runs only the engine and leaves with `os._exit`, so no
+    finaliser, atexit hook or buffered output of the parent runs twice."""
+    answer, out = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 1
+        try:
+            os.close(answer)
+            with os.fdopen(out, "wb") as pipe:
+                pipe.write(_work(share, decisions, catalog))
+            code = 0
+        finally:
+            os._exit(code)
+    os.close(out)
+    return pid, answer
+
+
+def _work(share: list[Alert], decisions: Sequence[Decision], catalog: Catalog) -> bytes:
+    """In a worker: one share's incidents, or the error, pickled."""
     try:
         correlator = Correlator(catalog, decisions)
         correlator._ingest(share)
-        payload = pickle.dumps(("incidents", correlator.incidents()), protocol=pickle.HIGHEST_PROTOCOL)
+        return pickle.dumps(("incidents", correlator.incidents()), protocol=pickle.HIGHEST_PROTOCOL)
     except BaseException:  # noqa: BLE001 - the parent raises it
-        payload = pickle.dumps(("error", traceback.format_exc()))
-    writer.send_bytes(payload)
-    writer.close()
+        return pickle.dumps(("error", traceback.format_exc()))
 
 
-def _received(process, reader) -> list[Incident]:
-    try:
-        kind, value = pickle.loads(reader.recv_bytes())
-    except EOFError:
-        process.join(timeout=5)
-        raise RuntimeError(f"a batch correlation worker (pid {process.pid}) ended without an answer "
-                           f"(exit code {process.exitcode})") from None
+def _received(pid: int, answer: int) -> list[Incident]:
+    with os.fdopen(answer, "rb", closefd=False) as pipe:
+        payload = pipe.read()
+    if not payload:
+        raise RuntimeError(f"a batch correlation worker (pid {pid}) ended without an answer "
+                           f"(exit code {_reap(pid, answer)})")
+    kind, value = pickle.loads(payload)
     if kind == "error":
         raise RuntimeError(f"a batch correlation worker failed:\n{value}")
     return value
+
+
+def _reap(pid: int, answer: int) -> int | None:
+    """Close the worker's pipe and wait for it (killed if it has not ended); its exit code."""
+    try:
+        os.close(answer)
+    except OSError:
+        pass  # closed already
+    try:
+        done, status = os.waitpid(pid, os.WNOHANG)
+        if done == 0:
+            os.kill(pid, 9)
+            done, status = os.waitpid(pid, 0)
+    except ChildProcessError:
+        return None  # reaped already
+    return os.waitstatus_to_exitcode(status)
 
 
 def usable_processes(requested: int | None) -> int:

@@ -5,8 +5,9 @@ Usage: .venv/bin/python bench/correlate/digest.py [--quick]
 
 Inputs (all fixed seeds): every simulator scenario for seeds 201-203 (batch, one by one in
 arrival order, and one by one in a shuffled order), bench_engine.py's stream of 20,000 alerts
-(batch and one by one in arrival order, with the incidents each add returns), and two clusters
-of end_to_end.py's storm fed in batches of 100 (the incidents every `add_many` returns). Each
+(batch in one and in two processes, and one by one in arrival order, with the incidents each add
+returns), and two clusters of end_to_end.py's storm fed in batches of 100 (the incidents every
+`add_many` returns). Each
 incident is hashed with its id, members (key, layer, mode, classified_by, onset, end, flag),
 edges, chain, root candidates with confidence and explanation, start, end and `ranked`.
 Prints one line per input and a TOTAL; `--quick` skips the stream and the storm.
@@ -89,6 +90,8 @@ def stream_lines(catalog) -> list[tuple[str, str]]:
     from bench_engine import stream
     alerts = [a for _, a in stream(20_000, 20, 24, 7)]
     return [("stream 20k batch", digest(incident_text(i) for i in correlate(alerts, catalog=catalog))),
+            ("stream 20k batch over 2 processes (= batch)",
+             digest(incident_text(i) for i in correlate(alerts, catalog=catalog, processes=2))),
             ("stream 20k one by one", digest(fed(alerts, catalog)))]
 
 

@@ -18,7 +18,7 @@ from correlate.testing import BASE_DAY, make_alert, make_change
 CATALOG = load_catalog(use_env=False)
 CASCADE = ["LLMKVFragmentationHigh", "LLMKVCachePoolUtilizationHigh", "LLMContainerOOMKilled", "KubePodCrashLooping",
            "LLMQueueWaitHigh", "LLMTTFTp99High"]
-pytestmark = pytest.mark.skipif("fork" not in __import__("multiprocessing").get_all_start_methods(), reason="needs fork")
+pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 
 
 @pytest.fixture(autouse=True)
@@ -123,6 +123,22 @@ def test_a_worker_that_dies_is_reported(monkeypatch):
     monkeypatch.setattr(batch, "_work", lambda *args: os._exit(3))
     with pytest.raises(RuntimeError, match="ended without an answer .*exit code 3"):
         correlate(fleet_day(8), catalog=CATALOG, processes=2)
+
+
+def test_workers_run_no_after_fork_hooks_of_the_libraries_loaded(tmp_path):
+    """kombu registers a multiprocessing after-fork hook that closes its broker connections,
+    reading from sockets the parent still uses: in a Django process a worker hung there."""
+    from multiprocessing.util import register_after_fork
+
+    class Hooked:
+        pass
+
+    hooked = Hooked()
+    marker = tmp_path / "hook-ran"
+    register_after_fork(hooked, lambda _: marker.write_text("ran"))
+    alerts = fleet_day(10)
+    assert correlate(alerts, catalog=CATALOG, processes=2) == correlate(alerts, catalog=CATALOG)
+    assert not marker.exists()
 
 
 def test_processes_default_to_the_cpus_this_process_may_use():
