@@ -107,8 +107,11 @@ class Incident:
         """Scope fields every member that names them agrees on (the incident's common place)."""
         common: dict[str, str] = {}
         conflicting: set[str] = set()
-        for member in self.members:
-            for field_name, value in member.scope.as_dict().items():
+        # Members of one place share one Scope object (the engine makes one per label set): a
+        # storm's incident of thousands of alerts has a few hundred, each read once, in order.
+        scopes = {id(member.scope): member.scope for member in self.members}
+        for scope in scopes.values():
+            for field_name, value in scope.as_dict().items():
                 if field_name in conflicting:
                     continue
                 if common.setdefault(field_name, value) != value:
