@@ -73,3 +73,11 @@ def test_an_incident_whose_ranking_is_held_says_so(live_server, page, screenshot
     page.goto(f"{live_server.url}/incidents/{incident.pk}/")
     assert "re-ranked every few seconds" in page.locator(".card", has_text="Root cause").inner_text()
     screenshot("incident-ranking-held")
+    page.goto(f"{live_server.url}/?status=all")
+    row = page.locator("tr", has_text=f"#{incident.pk}")
+    assert "re-ranking: alerts still arriving" in row.inner_text()
+    screenshot("triage-ranking-held")
+    incident.ranking_held = False
+    incident.save(update_fields=["ranking_held"])
+    page.goto(f"{live_server.url}/?status=all")
+    assert page.locator(".ranking-held").count() == 0
