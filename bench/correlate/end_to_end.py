@@ -424,7 +424,7 @@ def run_case(args, case: str, rate: float, seconds: float, work: Path) -> dict:
             for pattern, tag in (("correlation-", "correlation"), ("ingest@", "ingest"), ("gunicorn", "gunicorn")):
                 for pid in group_pids(serve.pid, pattern):
                     profilers.append(subprocess.Popen(
-                        [str(ROOT / ".venv/bin/py-spy"), "record", "--nonblocking", "-r", "50", "-f", "raw", "-d",
+                        [str(ROOT / ".venv/bin/py-spy"), "record", "--nonblocking", "--subprocesses", "-r", "50", "-f", "raw", "-d",
                          str(int(seconds + args.drain_timeout)), "-o", str(work / f"profile.{case}.{tag}.{pid}.txt"), "-p", str(pid)],
                         stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL))
         cpu.APP_PGID = serve.pid  # bin/serve's session: only its gunicorn and workers count as the app

@@ -1,6 +1,7 @@
 """What an incident asks for (window, step, PromQL), and the task and enqueue around the service."""
 from __future__ import annotations
 
+import time
 from datetime import datetime, timedelta, timezone
 from io import StringIO
 from types import SimpleNamespace
@@ -111,6 +112,36 @@ def test_evidence_enqueue_waits_for_commit_and_collapses_repeats(settings, djang
         assert collect.MIN_INTERVAL_SECONDS - 5 < countdown <= collect.MIN_INTERVAL_SECONDS
     cache.delete(collect.pending_flag(7))
     cache.delete(collect.last_started_key(7))
+
+
+@pytest.mark.django_db
+def test_evidence_enqueue_reads_the_cache_once_for_many_incidents(settings, django_capture_on_commit_callbacks):
+    """A storm's correlation run touches dozens of incidents, most with a collection pending:
+    one read of every flag, then a flag set and a task only for the others."""
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    ids = list(range(9001, 9031))
+    for pk in ids:
+        cache.delete(collect.pending_flag(pk))
+        cache.delete(collect.last_started_key(pk))
+    for pk in ids[::3]:
+        cache.set(collect.pending_flag(pk), 1)
+    cache.set(collect.last_started_key(ids[1]), time.time() - 20)
+    reads = []
+    get_many, get = cache.get_many, cache.get
+    with mock.patch("incidents.tasks.collect_evidence.apply_async") as enqueue, \
+            mock.patch.object(cache, "get_many", side_effect=lambda keys: reads.append(len(keys)) or get_many(keys)), \
+            mock.patch.object(cache, "get", side_effect=lambda *a, **k: reads.append(1) or get(*a, **k)):
+        with django_capture_on_commit_callbacks(execute=True):
+            evidence_enqueue(ids)
+    assert reads == [2 * len(ids)]
+    queued = {call.args[0][0]: call.kwargs["countdown"] for call in enqueue.call_args_list}
+    assert sorted(queued) == [pk for pk in ids if pk not in ids[::3]]
+    assert queued[ids[2]] == collect.SETTLE_SECONDS
+    assert collect.MIN_INTERVAL_SECONDS - 25 < queued[ids[1]] <= collect.MIN_INTERVAL_SECONDS - 20
+    assert all(cache.get(collect.pending_flag(pk)) == 1 for pk in ids)
+    for pk in ids:
+        cache.delete(collect.pending_flag(pk))
+        cache.delete(collect.last_started_key(pk))
 
 
 @pytest.mark.django_db

@@ -83,6 +83,27 @@ def test_resolved_notifications_resolve_the_incident(make_integration, deliver):
     assert incident.status == "resolved" and incident.resolved_at.isoformat() == "2026-11-29T02:20:00+00:00"
 
 
+def test_a_growing_incident_is_written_with_its_new_fields_and_time(make_integration, deliver):
+    """A run's incident rows are written together at its end (`IncidentWrites`): every changed
+    field reaches the database, `updated_at` moves with them, and a run that changes nothing
+    writes nothing."""
+    integration = make_integration()
+    first, *rest = [alert for alert in cascade() if alert["labels"]["alertname"] != "NodeDiskFilling"]
+    deliver(integration, am_body(first))
+    incident = the_incident_of(first["labels"]["alertname"])
+    created = incident.updated_at
+    deliver_all(deliver, integration, rest, one_per_body=False)
+    incident.refresh_from_db()
+    assert incident.updated_at > created
+    assert incident.last_alert_at.isoformat() == max(alert["startsAt"] for alert in rest).replace("Z", "+00:00")
+    assert incident.status == "open" and incident.alerts.count() == len(rest) + 1
+    assert incident.root_alert.alertname == "KVCacheFragmentationHigh" and len(incident.chain) == len(rest) + 1
+    grown = incident.updated_at
+    deliver_all(deliver, integration, rest, one_per_body=False)  # the same alerts again
+    incident.refresh_from_db()
+    assert incident.updated_at == grown
+
+
 @pytest.mark.parametrize("role,expected", [(None, 403), ("viewer", 403), ("responder", 200), ("author", 200), ("admin", 200)])
 def test_roles_decide_who_may_act(make_integration, deliver, users, api, role, expected):
     deliver_all(deliver, make_integration(), cascade()[:2])
