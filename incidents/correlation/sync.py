@@ -6,7 +6,6 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from django.db import connection
-from django.utils import timezone
 
 from correlate.results import Incident as EngineIncident
 from incidents.models import Alert, Incident, IncidentEdge, RootCandidate
@@ -30,18 +29,16 @@ def incidents_sync(*, key: str, rows: list[Alert], result: list[EngineIncident])
     assigned = assign_identities(result, by_key, previous, key)
     stored = StoredDetails.load([assigned[incident.id].pk for incident in result if incident.ranked])
     details = DetailWrites()
-    writes = IncidentWrites()
     touched: list[int] = []
     for engine_incident in result:
         incident = assigned[engine_incident.id]
         members = [by_key[member.key] for member in engine_incident.members if member.key in by_key]
-        changed = incident_write(incident, engine_incident, members, by_key, writes)
+        changed = incident_write(incident, engine_incident, members, by_key)
         if engine_incident.ranked:  # else the stored edges and candidates stay until it is ranked
             changed = details.edges(incident, engine_incident, by_key, stored.edges.get(incident.pk, [])) or changed
             changed = details.candidates(incident, engine_incident, by_key, stored.candidates.get(incident.pk, [])) or changed
         if changed:
             touched.append(incident.pk)
-    writes.flush()
     details.flush()
     alerts_write(rows, result, assigned, by_key)
     retire_emptied(previous, assigned, rows)
@@ -99,8 +96,7 @@ def assign_identities(result: list[EngineIncident], by_key: dict[str, Alert], pr
     return assigned
 
 
-def incident_write(incident: Incident, engine_incident: EngineIncident, members: list[Alert], by_key: dict[str, Alert],
-                   writes: "IncidentWrites") -> bool:
+def incident_write(incident: Incident, engine_incident: EngineIncident, members: list[Alert], by_key: dict[str, Alert]) -> bool:
     values = {
         "started_at": min(row.starts_at for row in members),
         "last_alert_at": max(row.starts_at for row in members),
@@ -115,26 +111,8 @@ def incident_write(incident: Incident, engine_incident: EngineIncident, members:
     for name in changed:
         setattr(incident, name, values[name])
     if changed:
-        writes.add(incident, changed)
+        incident.save(update_fields=changed + ["updated_at"])
     return bool(changed)
-
-
-class IncidentWrites:
-    """The incident rows a run changed, written at its end in one UPDATE per set of changed
-    fields: a run touches tens of incidents, and a `save()` each (a statement and the model's
-    save machinery) was a quarter of a steady 500/s correlation worker's sync time."""
-
-    def __init__(self) -> None:
-        self.by_fields: dict[tuple[str, ...], list[Incident]] = defaultdict(list)
-
-    def add(self, incident: Incident, changed: list[str]) -> None:
-        incident.updated_at = timezone.now()  # what save()'s auto_now would set; bulk_update does not
-        self.by_fields[tuple(changed) + ("updated_at",)].append(incident)
-
-    def flush(self) -> None:
-        for fields, incidents in self.by_fields.items():
-            Incident.objects.bulk_update(incidents, list(fields), batch_size=500)
-        self.by_fields.clear()
 
 
 def incident_details(engine_incident: EngineIncident, members: list[Alert], by_key: dict[str, Alert]) -> dict:

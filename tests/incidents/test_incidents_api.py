@@ -84,9 +84,8 @@ def test_resolved_notifications_resolve_the_incident(make_integration, deliver):
 
 
 def test_a_growing_incident_is_written_with_its_new_fields_and_time(make_integration, deliver):
-    """A run's incident rows are written together at its end (`IncidentWrites`): every changed
-    field reaches the database, `updated_at` moves with them, and a run that changes nothing
-    writes nothing."""
+    """Every changed field of a growing incident reaches the database, `updated_at` moves with
+    them, and a run that changes nothing writes nothing."""
     integration = make_integration()
     first, *rest = [alert for alert in cascade() if alert["labels"]["alertname"] != "NodeDiskFilling"]
     deliver(integration, am_body(first))
