@@ -153,13 +153,14 @@ class _Partition:
         if not positions:
             return []
         start = min(positions)
-        before = self.engine._before
         suffix = self.entries[start:]
-        for entry in suffix:
-            before[entry.key] = self.signature(entry)
         # With the topology as it was, most alerts after a late one can repeat what they did.
         replay = _Replay(self, suffix, touched) if suffix and not topology_moved else None
-        self._rollback_from(start)
+        if replay is None:
+            before = self.engine._before
+            for entry in suffix:
+                before[entry.key] = self.signature(entry)
+        self._rollback(suffix)
         if fresh:
             tail = suffix + fresh
             tail.sort(key=_sort_key)
@@ -170,14 +171,16 @@ class _Partition:
         replayed = self.entries[start:]
         if replay is None:
             for entry in replayed:
-                self._process(entry)
+                self._relink(entry)
         else:
             for entry in replayed:
                 if replay.must_relink(entry):
-                    self._process(entry)
+                    replay.note_before(entry)
+                    self._relink(entry)
                     replay.taint(entry)
                 else:
-                    self._repeat(entry, replay.saved[entry])
+                    self._repeat(entry)
+            replay.note_reached(replayed)
         return replayed
 
     def _first_touched(self, pod: str, kind: str, value: str, since: float) -> int:
@@ -244,11 +247,16 @@ class _Partition:
         members = agg[4]
         return (len(members), agg[0], agg[2], agg[3], members[0].key, len(entry.edges), len(entry.links))
 
-    def _rollback_from(self, start: int) -> None:
-        for entry in reversed(self.entries[start:]):
+    def _rollback(self, suffix: list[_Entry]) -> None:
+        for entry in reversed(suffix):
             self._undo(entry)
 
     def _undo(self, entry: _Entry) -> None:
+        """Take back what linking `entry` did to the groups and the index.
+
+        Its edges, links and undo log stay on it: an alert that repeats what it did (`_repeat`)
+        takes them up again as they are, and one linked again starts afresh (`_relink`).
+        """
         for op in reversed(entry.undo):
             if op[0] == "new":
                 del self.parent[op[1]], self.size[op[1]], self.agg[op[1]]
@@ -284,10 +292,17 @@ class _Partition:
                         del self.by_mode[index_key]
         if self.changes and self.changes[-1] is entry:
             self.changes.pop()
-        entry.undo = []
-        entry.edges = []
-        entry.links = []
         entry.index_keys = ()
+
+    def _relink(self, x: _Entry) -> None:
+        """Link x (again): what a rollback left on it is dropped first.
+
+        An alert linked before always has its group's "new" in its undo log; one never linked
+        (or excluded) has nothing recorded, and keeps its empty lists (a batch allocates none).
+        """
+        if x.undo:
+            x.edges, x.links, x.undo = [], [], []
+        self._process(x)
 
     def _process(self, x: _Entry) -> None:
         if x.excluded:
@@ -444,10 +459,12 @@ class _Partition:
         self._index(x, keys)
 
     def _open_group(self, x: _Entry) -> None:
+        """x's own group; the undo log holds its aggregate, which a rollback leaves as it was made
+        (unions into it are undone first), so a repeat puts the very same list back."""
         self.parent[x.key] = x.key
         self.size[x.key] = 1
-        self.agg[x.key] = [x.t, x.t, 1 if x.end_t is None else 0, self._influence_end(x), [x]]
-        x.undo.append(("new", x.key))
+        group = self.agg[x.key] = [x.t, x.t, 1 if x.end_t is None else 0, self._influence_end(x), [x]]
+        x.undo.append(("new", x.key, group))
 
     def _index(self, x: _Entry, keys: tuple[tuple[str, str], ...]) -> None:
         """x joins its buckets (and a dense bucket's per-mode list, with its run start) after its scan."""
@@ -457,7 +474,10 @@ class _Partition:
             index, by_mode, mode_id = self.index, self.by_mode, x.mode_id
             kin = _kin_root(x)
             for index_key in keys:
-                index.setdefault(index_key, []).append(x)
+                bucket = index.get(index_key)  # not setdefault(key, []): that makes a list per call
+                if bucket is None:
+                    bucket = index[index_key] = []
+                bucket.append(x)
                 if index_key[0] in _WIDE_KEYS:
                     modes = by_mode.get(index_key)
                     same_mode = modes.get(mode_id) if modes is not None else None
@@ -477,31 +497,35 @@ class _Partition:
                     same_mode.append(x)
             x.index_keys = keys
 
-    def _repeat(self, x: _Entry, saved: tuple[list, list, list]) -> None:
+    def _repeat(self, x: _Entry) -> None:
         """Do again what linking x did before a rollback, when `_Replay` shows it would do the same.
 
-        Its kept edges and links are put back, and its undo log (kept edges' counts, same-mode
+        Its kept edges and links are still on it, and its undo log (kept edges' counts, same-mode
         joins, its group and the unions it made) is applied in the order it was written; the
-        groups it touches are as they were then, so each union keeps the same root.
+        groups it touches are as they were then, so each union has the same root and child and
+        the log stays what it was (no entry of it is made again).
         """
         if x.excluded:
             return
-        x.edges, x.links, ops = saved
-        undo = x.undo
-        for op in ops:
+        parent, size, agg = self.parent, self.size, self.agg
+        for op in x.undo:
             kind = op[0]
             if kind == "in":
                 op[1].incoming += 1
-                undo.append(op)
             elif kind == "kin":
                 _, child, root = op
                 child.kin = root
                 root.kin_size += child.kin_size
-                undo.append(op)
             elif kind == "new":
-                self._open_group(x)
+                _, key, group = op
+                parent[key] = key
+                size[key] = 1
+                agg[key] = group
             else:
-                self._union(op[2], op[1], undo)
+                child, root = op[1], op[2]
+                parent[child] = root
+                size[root] += size[child]
+                _absorb(agg[root], agg[child])
         self._index(x, x.own_keys)
 
     @staticmethod
@@ -639,15 +663,24 @@ class _Partition:
             return
         if self.size[a] < self.size[b] or (self.size[a] == self.size[b] and a > b):
             a, b = b, a
-        root, child = self.agg[a], self.agg[b]
+        root = self.agg[a]
         undo.append(("union", b, a, tuple(root[:4]), len(root[4])))
         self.parent[b] = a
         self.size[a] += self.size[b]
-        root[0] = min(root[0], child[0])
-        root[1] = max(root[1], child[1])
-        root[2] += child[2]
-        root[3] = max(root[3], child[3])
-        root[4].extend(child[4])
+        _absorb(root, self.agg[b])
+
+
+def _absorb(root: list, child: list) -> None:
+    """A group's aggregate takes in another's: first and last time, unresolved count, latest
+    influence end, members. (Comparisons, not min()/max(): the same values, without the calls.)"""
+    if child[0] < root[0]:
+        root[0] = child[0]
+    if child[1] > root[1]:
+        root[1] = child[1]
+    root[2] += child[2]
+    if child[3] > root[3]:
+        root[3] = child[3]
+    root[4].extend(child[4])
 
 
 class _Replay:
@@ -662,27 +695,36 @@ class _Replay:
     it was in). An alert whose buckets and changes hold no tainted alert finds everything it reads
     as it was, so it repeats its recorded outcome (`_Partition._repeat`). Only a replay with the
     topology as it was qualifies (a newly learned pod->node/GPU link moves placements and buckets).
+
+    The same taint says whose incident can have changed: an alert never tainted repeated what it
+    did in groups no re-linked alert reached, before or after, so its final group is the one it
+    had (same members, times, counts, first member) and so are its own edges and links. Only
+    alerts linked again or tainted (all of them once `relink_all` is set) have their incident's
+    signature from before the rollback noted in `Correlator._before` for `add_many` to compare.
     """
 
-    __slots__ = ("partition", "saved", "old_root", "old_members", "tainted", "hot", "tainted_upto", "change_reach",
-                 "relink_all")
+    __slots__ = ("partition", "repeatable", "old_root", "old_members", "old_groups", "tainted", "hot", "tainted_upto",
+                 "change_reach", "relink_all", "before")
 
     def __init__(self, partition: _Partition, suffix: list[_Entry], touched: list[_Entry]) -> None:
         self.partition = partition
         engine = partition.engine
+        self.before = engine._before
         self.change_reach = max(engine.change_window, engine.rule_edit_window)
-        self.saved: dict[_Entry, tuple[list, list, list]] = {}  # alert -> (edges, links, undo log) before the rollback
+        # The alerts that may repeat: a new end or an exclusion is linked again. (Their edges,
+        # links and undo logs from before the rollback stay on them: see `_Partition._undo`.)
+        self.repeatable: set[_Entry] = set(suffix).difference(touched)
         self.old_root: dict[_Entry, str] = {}
         self.old_members: dict[str, list[_Entry]] = {}  # final groups before the rollback, copied
+        self.old_groups: dict[str, tuple] = {}  # their part of `_Partition.signature`, before the rollback
         parent, agg = partition.parent, partition.agg
         for entry in suffix:
             if entry.key in parent:
                 root = self.old_root[entry] = partition.find(entry.key)
-                if root not in self.old_members:
-                    self.old_members[root] = agg[root][4][:]
-            self.saved[entry] = (entry.edges, entry.links, entry.undo)
-        for entry in touched:  # a new end or an exclusion: linked again
-            self.saved.pop(entry, None)
+                if root not in self.old_groups:
+                    group = agg[root]
+                    members = self.old_members[root] = group[4][:]
+                    self.old_groups[root] = (len(members), group[0], group[2], group[3], members[0].key)
         self.tainted: set[_Entry] = set()
         self.hot: set[tuple[str, str]] = set()  # buckets holding a tainted alert
         self.tainted_upto: dict[str, int] = {}  # group root -> how many of its members are tainted
@@ -691,7 +733,7 @@ class _Replay:
         self.relink_all = False
 
     def must_relink(self, entry: _Entry) -> bool:
-        if self.relink_all or entry not in self.saved or entry.mode == "change":
+        if self.relink_all or entry not in self.repeatable or entry.mode == "change":
             return True
         if entry.excluded:
             return False
@@ -706,6 +748,30 @@ class _Replay:
             if change in self.tainted:
                 return True
         return False
+
+    def old_signature(self, entry: _Entry) -> tuple:
+        """`_Partition.signature(entry)` as it was before the rollback (entry's edges and links
+        are still those it had: noted before it is linked again, or it repeated them)."""
+        root = self.old_root.get(entry)
+        if root is None or entry.excluded:
+            return ()
+        return self.old_groups[root] + (len(entry.edges), len(entry.links))
+
+    def note_before(self, entry: _Entry) -> None:
+        """`entry` is about to be linked again: its incident's signature from before, to compare.
+        (A new alert has none; `add_many` returns its incident anyway.)"""
+        self.before[entry.key] = self.old_signature(entry)
+
+    def may_have_changed(self, entry: _Entry) -> bool:
+        """Whether a repeated alert's incident can differ from before the rollback (see above)."""
+        return self.relink_all or entry in self.tainted
+
+    def note_reached(self, replayed: list[_Entry]) -> None:
+        """After the replay: the before-signatures of repeated alerts a re-linked one reached."""
+        before = self.before
+        for entry in replayed:
+            if entry.key not in before and self.may_have_changed(entry):
+                before[entry.key] = self.old_signature(entry)
 
     def taint(self, entry: _Entry) -> None:
         """`entry` was linked again: taint it, its group now and its final group before the rollback."""
@@ -1000,12 +1066,12 @@ class Correlator:
         False). A caller that writes a storm's incident of thousands of alerts after every few
         alerts ranks it every few seconds instead (`incident_of` ranks it whenever asked)."""
         alerts = list(alerts)
-        self._before = {}
+        before = self._before = {}  # replayed alerts whose incident may have changed -> its signature before
         keys = [occurrence_key(a.fingerprint, a.starts_at) for a in alerts]
         replayed = self._ingest(alerts, keys)
         new_keys = set(keys)
-        changed = [e for e in replayed
-                   if e.key in new_keys or self._partitions[e.partition].signature(e) != self._before.get(e.key)]
+        changed = [e for e in replayed if e.key in new_keys
+                   or (e.key in before and self._partitions[e.partition].signature(e) != before[e.key])]
         return self._incidents_touching(changed, rank_if)
 
     def decide(self, decision: Decision) -> list[Incident]:
