@@ -154,13 +154,14 @@ class _Partition:
             return []
         start = min(positions)
         suffix = self.entries[start:]
-        # With the topology as it was, most alerts after a late one can repeat what they did.
-        replay = _Replay(self, suffix, touched) if suffix and not topology_moved else None
+        replay = self._replay_for(suffix, touched) if suffix and not topology_moved else None
         if replay is None:
             before = self.engine._before
             for entry in suffix:
                 before[entry.key] = self.signature(entry)
-        self._rollback(suffix)
+            self._rollback(suffix)
+        else:
+            self._rollback_groups(suffix)  # the index is cut back only where a re-linked alert goes
         if fresh:
             tail = suffix + fresh
             tail.sort(key=_sort_key)
@@ -176,12 +177,19 @@ class _Partition:
             for entry in replayed:
                 if replay.must_relink(entry):
                     replay.note_before(entry)
+                    self._cut_for(entry, replay.cut)
                     self._relink(entry)
                     replay.taint(entry)
                 else:
                     self._repeat(entry)
+                    self._reindex(entry, replay.cut)
             replay.note_reached(replayed)
         return replayed
+
+    def _replay_for(self, suffix: list[_Entry], touched: list[_Entry]) -> _Replay | None:
+        """With the topology as it was, most alerts after a late one can repeat what they did
+        (None: roll everything back and link it all again, the plain way)."""
+        return _Replay(self, suffix, touched)
 
     def _first_touched(self, pod: str, kind: str, value: str, since: float) -> int:
         """Earliest processed alert from `since` on the pod, the node/GPU, or the pods on it.
@@ -250,9 +258,24 @@ class _Partition:
     def _rollback(self, suffix: list[_Entry]) -> None:
         for entry in reversed(suffix):
             self._undo(entry)
+            self._unindex(entry)
+
+    def _rollback_groups(self, suffix: list[_Entry]) -> None:
+        """A partial replay's rollback: groups, same-mode components, kept edges' counts and the
+        changes go back to the late alert's place, the index buckets stay as they are for now.
+
+        An alert that repeats goes back to the same place in each bucket, so a bucket no alert
+        linked again reads or joins ends up as it was: it is never touched. The buckets an alert
+        linked again reads or joins are cut back to its place first (`_cut_for`), and the alerts
+        after it join them again in turn (`_reindex`). Between the rollback and those cuts, a
+        bucket can hold alerts whose groups are rolled back; only a re-linked alert reads such
+        state, and it reads only buckets cut to its place.
+        """
+        for entry in reversed(suffix):
+            self._undo(entry)
 
     def _undo(self, entry: _Entry) -> None:
-        """Take back what linking `entry` did to the groups and the index.
+        """Take back what linking `entry` did to the groups (its index buckets: `_unindex`).
 
         Its edges, links and undo log stay on it: an alert that repeats what it did (`_repeat`)
         takes them up again as they are, and one linked again starts afresh (`_relink`).
@@ -273,6 +296,11 @@ class _Partition:
                 agg = self.agg[root]
                 agg[0], agg[1], agg[2], agg[3] = old_agg
                 del agg[4][old_len:]
+        if self.changes and self.changes[-1] is entry:
+            self.changes.pop()
+
+    def _unindex(self, entry: _Entry) -> None:
+        """`entry` leaves its buckets, where it is the latest alert (the rollback runs backwards)."""
         mode_id = entry.mode_id
         for index_key in entry.index_keys:
             bucket = self.index[index_key]
@@ -290,9 +318,60 @@ class _Partition:
                     del modes[mode_id]
                     if not modes:
                         del self.by_mode[index_key]
-        if self.changes and self.changes[-1] is entry:
-            self.changes.pop()
         entry.index_keys = ()
+
+    def _cut_for(self, x: _Entry, cut: set[tuple[str, str]]) -> None:
+        """Before x is linked again in a partial replay: the buckets it is in, joins or reads are
+        cut back to its place (what is after it there is replayed after it, and joins again).
+
+        It reads its scan buckets (placed as `_process` places it; the pod bucket among them) and,
+        as a change, its own buckets; it joins its own buckets, and it leaves those it was in.
+        """
+        keys = x.own_keys
+        if keys is None:  # as in _process: a new end clears them
+            x.own_keys, x.own_scan = self.engine._keys_of(x.scope, x.alert.alertname)
+            keys = x.own_keys
+        reads = set(x.index_keys).union(keys)
+        if not x.excluded and x.mode != "change":
+            self._place(x)
+            reads.update(self._scan_keys(x, x.own_scan))
+        x.index_keys = ()  # out of them all now; _index puts it back
+        reads.difference_update(cut)
+        for index_key in reads:
+            self._cut(index_key, x.sort_key)
+        cut.update(reads)
+
+    def _cut(self, index_key: tuple[str, str], sort_key: tuple[float, str]) -> None:
+        """A bucket (and its per-mode lists) without its alerts from `sort_key` on."""
+        bucket = self.index.get(index_key)
+        if not bucket:
+            return
+        at = bisect.bisect_left(bucket, sort_key, key=_sort_key)
+        if at == len(bucket):
+            return
+        del bucket[at:]
+        if not bucket:
+            del self.index[index_key]
+        modes = self.by_mode.get(index_key)
+        if modes is None:
+            return
+        for mode_id, same_mode in list(modes.items()):
+            at = bisect.bisect_left(same_mode, sort_key, key=_sort_key)
+            if at < len(same_mode):
+                del same_mode[at:]
+                del same_mode.starts[at:]
+                del same_mode.sources[bisect.bisect_left(same_mode.sources, at):]
+                if not same_mode:
+                    del modes[mode_id]
+        if not modes:
+            del self.by_mode[index_key]
+
+    def _reindex(self, x: _Entry, cut: set[tuple[str, str]]) -> None:
+        """A repeated alert joins again the buckets cut before it; in the others it never left its place."""
+        keys = x.index_keys
+        if keys and not cut.isdisjoint(keys):
+            self._index(x, [index_key for index_key in keys if index_key in cut])
+            x.index_keys = keys
 
     def _relink(self, x: _Entry) -> None:
         """Link x (again): what a rollback left on it is dropped first.
@@ -310,11 +389,7 @@ class _Partition:
         engine = self.engine
         topology = self.topology
         x_pod = x.scope.pod
-        if x_pod and (x_pod in topology.pod_nodes or x_pod in topology.pod_gpus):
-            x.nodes, x.gpus = self._placement(x, x.t)  # = topology.nodes/gpus(x.scope, x.t), cached
-        else:
-            x.nodes = topology.nodes(x.scope, x.t)
-            x.gpus = topology.gpus(x.scope, x.t)
+        self._place(x)
         keys = x.own_keys
         if keys is None:  # set when the alert was prepared; a new end clears it
             x.own_keys, x.own_scan = engine._keys_of(x.scope, x.alert.alertname)
@@ -458,6 +533,16 @@ class _Partition:
                     self._union(self.find(root), self.find(x.key), x.undo)
         self._index(x, keys)
 
+    def _place(self, x: _Entry) -> None:
+        """x's nodes and GPUs as known at its time."""
+        topology = self.topology
+        x_pod = x.scope.pod
+        if x_pod and (x_pod in topology.pod_nodes or x_pod in topology.pod_gpus):
+            x.nodes, x.gpus = self._placement(x, x.t)  # = topology.nodes/gpus(x.scope, x.t), cached
+        else:
+            x.nodes = topology.nodes(x.scope, x.t)
+            x.gpus = topology.gpus(x.scope, x.t)
+
     def _open_group(self, x: _Entry) -> None:
         """x's own group; the undo log holds its aggregate, which a rollback leaves as it was made
         (unions into it are undone first), so a repeat puts the very same list back."""
@@ -526,7 +611,6 @@ class _Partition:
                 parent[child] = root
                 size[root] += size[child]
                 _absorb(agg[root], agg[child])
-        self._index(x, x.own_keys)
 
     @staticmethod
     def _unread_runs(modes: dict[int, list[_Entry]], readable: list[bool],
@@ -704,7 +788,7 @@ class _Replay:
     """
 
     __slots__ = ("partition", "repeatable", "old_root", "old_members", "old_groups", "tainted", "hot", "tainted_upto",
-                 "change_reach", "relink_all", "before")
+                 "change_reach", "relink_all", "before", "cut")
 
     def __init__(self, partition: _Partition, suffix: list[_Entry], touched: list[_Entry]) -> None:
         self.partition = partition
@@ -726,6 +810,7 @@ class _Replay:
                     members = self.old_members[root] = group[4][:]
                     self.old_groups[root] = (len(members), group[0], group[2], group[3], members[0].key)
         self.tainted: set[_Entry] = set()
+        self.cut: set[tuple[str, str]] = set()  # buckets cut back to a re-linked alert's place (see _rollback_groups)
         self.hot: set[tuple[str, str]] = set()  # buckets holding a tainted alert
         self.tainted_upto: dict[str, int] = {}  # group root -> how many of its members are tainted
         # A tainted group this big is a storm's, which nearly every alert after it reads: keeping
