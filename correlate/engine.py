@@ -44,7 +44,7 @@ class _Entry:
     __slots__ = ("alert", "key", "cls", "scope", "t", "end_t", "partition", "starts_at", "onset", "change_kind", "excluded",
                  "nodes", "gpus", "placement", "member", "member_end", "index_keys", "edges", "links", "undo",
                  "sort_key", "mode", "stamp", "own_keys", "own_scan", "mode_id", "kin", "kin_size", "incoming",
-                 "number")
+                 "number", "scan_keys", "scan_version")
 
     def __init__(self, alert: Alert, key: str, cls: Classification, scope: Scope, t: float, end_t: float | None,
                  partition: str, starts_at: datetime, onset: datetime, change_kind: str = "", excluded: bool = False,
@@ -82,6 +82,8 @@ class _Entry:
         self.kin_size = 1
         self.incoming = 0  # kept causal edges into this alert from its own group
         self.number = 0  # its position in the incident being built
+        self.scan_keys: Sequence[tuple[str, str]] = ()  # the buckets its last scan read, with
+        self.scan_version = -1  # the topology's version then (see _Replay.must_relink)
 
 
 class _ModeList(list):
@@ -334,7 +336,7 @@ class _Partition:
         reads = set(x.index_keys).union(keys)
         if not x.excluded and x.mode != "change":
             self._place(x)
-            reads.update(self._scan_keys(x, x.own_scan))
+            reads.update(self._scan_keys_now(x))
         x.index_keys = ()  # out of them all now; _index puts it back
         reads.difference_update(cut)
         for index_key in reads:
@@ -416,7 +418,9 @@ class _Partition:
         marks = kept.marks
         reorder, slack, x_depth = engine.reorder, engine.slack, x.cls.depth
         read_runs: dict[tuple[int, int], list[_Entry]] = {}
-        for index_key in self._scan_keys(x, x.own_scan) if x_mode != "change" else ():
+        scan_keys = x.scan_keys = self._scan_keys(x, x.own_scan) if x_mode != "change" else ()
+        x.scan_version = topology.version
+        for index_key in scan_keys:
             bucket = index.get(index_key)
             if not bucket:
                 continue
@@ -703,6 +707,13 @@ class _Partition:
                     found[id(y)] = y
         return list(found.values())
 
+    def _scan_keys_now(self, x: _Entry) -> Sequence[tuple[str, str]]:
+        """`_scan_keys` of x as placed: those its last scan read while the topology is the same
+        (its placement and the pods on its nodes/GPUs follow from that and its time)."""
+        if x.scan_version == self.topology.version:
+            return x.scan_keys
+        return self._scan_keys(x, x.own_scan)
+
     def _scan_keys(self, x: _Entry, own: tuple[tuple[str, str], ...]) -> Sequence[tuple[str, str]]:
         """Buckets holding x's possible neighbours, through learned links too (pods on x's node).
 
@@ -822,7 +833,7 @@ class _Replay:
             return True
         if entry.excluded:
             return False
-        if not self.hot.isdisjoint(self.partition._scan_keys(entry, entry.own_scan)):
+        if not self.hot.isdisjoint(self.partition._scan_keys_now(entry)):
             return True
         changes = self.partition.changes
         horizon = entry.t - self.change_reach
