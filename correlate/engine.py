@@ -83,7 +83,7 @@ class _Entry:
         self.incoming = 0  # kept causal edges into this alert from its own group
         self.number = 0  # its position in the incident being built
         self.scan_keys: Sequence[tuple[str, str]] = ()  # the buckets its last scan read, with
-        self.scan_version = -1  # the topology's version then (see _Replay.must_relink)
+        self.scan_version = -1  # and its placement stamp then (see _Partition._scan_keys_now)
 
 
 class _ModeList(list):
@@ -282,22 +282,25 @@ class _Partition:
         Its edges, links and undo log stay on it: an alert that repeats what it did (`_repeat`)
         takes them up again as they are, and one linked again starts afresh (`_relink`).
         """
+        parent, size, agg = self.parent, self.size, self.agg
         for op in reversed(entry.undo):
-            if op[0] == "new":
-                del self.parent[op[1]], self.size[op[1]], self.agg[op[1]]
-            elif op[0] == "kin":
+            kind = op[0]
+            if kind == "new":
+                key = op[1]
+                del parent[key], size[key], agg[key]
+            elif kind == "kin":
                 _, child, root = op
                 child.kin = child
                 root.kin_size -= child.kin_size
-            elif op[0] == "in":
+            elif kind == "in":
                 op[1].incoming -= 1
             else:
                 _, child, root, old_agg, old_len = op
-                self.parent[child] = child
-                self.size[root] -= self.size[child]
-                agg = self.agg[root]
-                agg[0], agg[1], agg[2], agg[3] = old_agg
-                del agg[4][old_len:]
+                parent[child] = child
+                size[root] -= size[child]
+                group = agg[root]
+                group[0], group[1], group[2], group[3] = old_agg
+                del group[4][old_len:]
         if self.changes and self.changes[-1] is entry:
             self.changes.pop()
 
@@ -419,7 +422,7 @@ class _Partition:
         reorder, slack, x_depth = engine.reorder, engine.slack, x.cls.depth
         read_runs: dict[tuple[int, int], list[_Entry]] = {}
         scan_keys = x.scan_keys = self._scan_keys(x, x.own_scan) if x_mode != "change" else ()
-        x.scan_version = topology.version
+        x.scan_version = self._placement_stamp(x)
         for index_key in scan_keys:
             bucket = index.get(index_key)
             if not bucket:
@@ -708,11 +711,28 @@ class _Partition:
         return list(found.values())
 
     def _scan_keys_now(self, x: _Entry) -> Sequence[tuple[str, str]]:
-        """`_scan_keys` of x as placed: those its last scan read while the topology is the same
-        (its placement and the pods on its nodes/GPUs follow from that and its time)."""
-        if x.scan_version == self.topology.version:
+        """`_scan_keys` of x as placed: those its last scan read, while its placement stamp is
+        the same (no link of its pod, nor of the pods on its nodes/GPUs, changed since)."""
+        if x.scan_version == self._placement_stamp(x):
             return x.scan_keys
         return self._scan_keys(x, x.own_scan)
+
+    def _placement_stamp(self, x: _Entry) -> int:
+        """What x's scan keys depend on besides its scope and time, as one number: its pod's
+        links decide its nodes and GPUs, and their pods are those linked to them. The sum of
+        those versions grows whenever any of them changes (versions only grow, and a new link
+        of its pod only adds a node or GPU), so an equal stamp means equal scan keys."""
+        topology = self.topology
+        stamp = topology.pod_versions.get(x.scope.pod, 0)
+        if x.nodes:
+            versions = topology.node_versions
+            for node in x.nodes:
+                stamp += versions.get(node, 0)
+        if x.gpus:
+            versions = topology.gpu_versions
+            for gpu in x.gpus:
+                stamp += versions.get(gpu, 0)
+        return stamp
 
     def _scan_keys(self, x: _Entry, own: tuple[tuple[str, str], ...]) -> Sequence[tuple[str, str]]:
         """Buckets holding x's possible neighbours, through learned links too (pods on x's node).
@@ -812,10 +832,10 @@ class _Replay:
         self.old_root: dict[_Entry, str] = {}
         self.old_members: dict[str, list[_Entry]] = {}  # final groups before the rollback, copied
         self.old_groups: dict[str, tuple] = {}  # their part of `_Partition.signature`, before the rollback
-        parent, agg = partition.parent, partition.agg
+        parent, agg, find = partition.parent, partition.agg, partition.find
         for entry in suffix:
             if entry.key in parent:
-                root = self.old_root[entry] = partition.find(entry.key)
+                root = self.old_root[entry] = find(entry.key)
                 if root not in self.old_groups:
                     group = agg[root]
                     members = self.old_members[root] = group[4][:]
@@ -836,13 +856,13 @@ class _Replay:
         if not self.hot.isdisjoint(self.partition._scan_keys_now(entry)):
             return True
         changes = self.partition.changes
-        horizon = entry.t - self.change_reach
-        for number in range(len(changes) - 1, -1, -1):
-            change = changes[number]
-            if change.t < horizon:
-                break
-            if change in self.tainted:
-                return True
+        if changes:
+            horizon = entry.t - self.change_reach
+            for change in reversed(changes):
+                if change.t < horizon:
+                    break
+                if change in self.tainted:
+                    return True
         return False
 
     def old_signature(self, entry: _Entry) -> tuple:

@@ -216,6 +216,8 @@ class Topology:
     gpu_pods: dict[str, dict[str, float]] = field(default_factory=dict)
     version: int = 0
     pod_versions: dict[str, int] = field(default_factory=dict)  # bumped when that pod's links change
+    node_versions: dict[str, int] = field(default_factory=dict)  # bumped when the pods on that node change
+    gpu_versions: dict[str, int] = field(default_factory=dict)  # and on that GPU
 
     def learn(self, scope: Scope, t: float) -> list[tuple[str, str, float]]:
         """Record the links `scope` shows at time t; returns (kind, value, holds-from) of new or earlier links."""
@@ -231,6 +233,8 @@ class Topology:
                 known[value] = valid_from
                 backward.setdefault(value, {})[scope.pod] = valid_from
                 changed.append((kind, value, valid_from))
+                versions = self.node_versions if kind == "node" else self.gpu_versions
+                versions[value] = versions.get(value, 0) + 1
         if changed:
             self.version += 1
             self.pod_versions[scope.pod] = self.pod_versions.get(scope.pod, 0) + 1

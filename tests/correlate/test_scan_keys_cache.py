@@ -67,9 +67,10 @@ def test_an_alerts_buckets_are_its_scopes_and_its_names():
 
 
 @pytest.mark.parametrize("seed", range(4))
-def test_the_keys_an_alert_last_scanned_are_its_keys_now_while_the_topology_is_the_same(seed):
+def test_the_keys_an_alert_last_scanned_are_its_keys_now_while_its_links_are_the_same(seed):
     """A partial replay asks which buckets each later alert would read (`_scan_keys_now`) and
-    answers with those its last scan read, unless the topology learned a link since."""
+    answers with those its last scan read, unless a link of its pod or of its nodes/GPUs was
+    learned since."""
     alerts = shared_label_sets(seed)
     correlator = Correlator(CATALOG)
     reused = 0
@@ -78,6 +79,6 @@ def test_the_keys_an_alert_last_scanned_are_its_keys_now_while_the_topology_is_t
         for partition in correlator._partitions.values():
             for entry in partition.entries:
                 if entry.index_keys:
-                    reused += entry.scan_version == partition.topology.version and bool(entry.nodes or entry.gpus)
+                    reused += entry.scan_version == partition._placement_stamp(entry) and bool(entry.nodes or entry.gpus)
                     assert list(partition._scan_keys_now(entry)) == list(afresh(partition, entry))
     assert reused > 100
