@@ -174,7 +174,9 @@ class _Partition:
         replayed = self.entries[start:]
         if replay is None:
             for entry in replayed:
-                self._relink(entry)
+                if entry.undo:  # _relink(entry), inline: a batch links every alert through here
+                    entry.edges, entry.links, entry.undo = [], [], []
+                self._process(entry)
         else:
             for entry in replayed:
                 if replay.must_relink(entry):
@@ -394,7 +396,11 @@ class _Partition:
         engine = self.engine
         topology = self.topology
         x_pod = x.scope.pod
-        self._place(x)
+        if x_pod and (x_pod in topology.pod_nodes or x_pod in topology.pod_gpus):  # _place(x), inline
+            x.nodes, x.gpus = self._placement(x, x.t)  # = topology.nodes/gpus(x.scope, x.t), cached
+        else:
+            x.nodes = topology.nodes(x.scope, x.t)
+            x.gpus = topology.gpus(x.scope, x.t)
         keys = x.own_keys
         if keys is None:  # set when the alert was prepared; a new end clears it
             x.own_keys, x.own_scan = engine._keys_of(x.scope, x.alert.alertname)
@@ -422,7 +428,8 @@ class _Partition:
         reorder, slack, x_depth = engine.reorder, engine.slack, x.cls.depth
         read_runs: dict[tuple[int, int], list[_Entry]] = {}
         scan_keys = x.scan_keys = self._scan_keys(x, x.own_scan) if x_mode != "change" else ()
-        x.scan_version = self._placement_stamp(x)
+        if x_placed:  # else its scan keys are its own, whatever the topology learns
+            x.scan_version = self._placement_stamp(x)
         for index_key in scan_keys:
             bucket = index.get(index_key)
             if not bucket:
@@ -541,7 +548,7 @@ class _Partition:
         self._index(x, keys)
 
     def _place(self, x: _Entry) -> None:
-        """x's nodes and GPUs as known at its time."""
+        """x's nodes and GPUs as known at its time (inline in _process)."""
         topology = self.topology
         x_pod = x.scope.pod
         if x_pod and (x_pod in topology.pod_nodes or x_pod in topology.pod_gpus):
@@ -713,6 +720,8 @@ class _Partition:
     def _scan_keys_now(self, x: _Entry) -> Sequence[tuple[str, str]]:
         """`_scan_keys` of x as placed: those its last scan read, while its placement stamp is
         the same (no link of its pod, nor of the pods on its nodes/GPUs, changed since)."""
+        if not x.nodes and not x.gpus:
+            return x.own_scan  # as _scan_keys answers
         if x.scan_version == self._placement_stamp(x):
             return x.scan_keys
         return self._scan_keys(x, x.own_scan)
