@@ -83,7 +83,7 @@ class _Entry:
         self.incoming = 0  # kept causal edges into this alert from its own group
         self.number = 0  # its position in the incident being built
         self.scan_keys: Sequence[tuple[str, str]] = ()  # the buckets its last scan read, with
-        self.scan_version = -1  # and its placement stamp then (see _Partition._scan_keys_now)
+        self.scan_version = -1  # and the topology's version then (see _Partition._scan_keys_now)
 
 
 class _ModeList(list):
@@ -428,8 +428,7 @@ class _Partition:
         reorder, slack, x_depth = engine.reorder, engine.slack, x.cls.depth
         read_runs: dict[tuple[int, int], list[_Entry]] = {}
         scan_keys = x.scan_keys = self._scan_keys(x, x.own_scan) if x_mode != "change" else ()
-        if x_placed:  # else its scan keys are its own, whatever the topology learns
-            x.scan_version = self._placement_stamp(x)
+        x.scan_version = topology.version
         for index_key in scan_keys:
             bucket = index.get(index_key)
             if not bucket:
@@ -722,26 +721,23 @@ class _Partition:
         the same (no link of its pod, nor of the pods on its nodes/GPUs, changed since)."""
         if not x.nodes and not x.gpus:
             return x.own_scan  # as _scan_keys answers
-        if x.scan_version == self._placement_stamp(x):
+        if self._links_unchanged_since(x, x.scan_version):
             return x.scan_keys
         return self._scan_keys(x, x.own_scan)
 
-    def _placement_stamp(self, x: _Entry) -> int:
-        """What x's scan keys depend on besides its scope and time, as one number: its pod's
-        links decide its nodes and GPUs, and their pods are those linked to them. The sum of
-        those versions grows whenever any of them changes (versions only grow, and a new link
-        of its pod only adds a node or GPU), so an equal stamp means equal scan keys."""
+    def _links_unchanged_since(self, x: _Entry, version: int) -> bool:
+        """Whether nothing x's scan keys depend on besides its scope and time changed after that
+        topology version: its pod's links (its nodes and GPUs) and the pods on its nodes/GPUs."""
         topology = self.topology
-        stamp = topology.pod_versions.get(x.scope.pod, 0)
-        if x.nodes:
-            versions = topology.node_versions
-            for node in x.nodes:
-                stamp += versions.get(node, 0)
-        if x.gpus:
-            versions = topology.gpu_versions
-            for gpu in x.gpus:
-                stamp += versions.get(gpu, 0)
-        return stamp
+        if topology.version == version:
+            return True
+        if topology.pod_changed.get(x.scope.pod, 0) > version:
+            return False
+        changed = topology.node_changed
+        if any(changed.get(node, 0) > version for node in x.nodes):
+            return False
+        changed = topology.gpu_changed
+        return not any(changed.get(gpu, 0) > version for gpu in x.gpus)
 
     def _scan_keys(self, x: _Entry, own: tuple[tuple[str, str], ...]) -> Sequence[tuple[str, str]]:
         """Buckets holding x's possible neighbours, through learned links too (pods on x's node).

@@ -79,6 +79,7 @@ def test_the_keys_an_alert_last_scanned_are_its_keys_now_while_its_links_are_the
         for partition in correlator._partitions.values():
             for entry in partition.entries:
                 if entry.index_keys:
-                    reused += entry.scan_version == partition._placement_stamp(entry) and bool(entry.nodes or entry.gpus)
+                    reused += (partition.topology.version != entry.scan_version and bool(entry.nodes or entry.gpus)
+                               and partition._links_unchanged_since(entry, entry.scan_version))
                     assert list(partition._scan_keys_now(entry)) == list(afresh(partition, entry))
     assert reused > 100
