@@ -44,7 +44,7 @@ class _Entry:
     __slots__ = ("alert", "key", "cls", "scope", "t", "end_t", "partition", "starts_at", "onset", "change_kind", "excluded",
                  "nodes", "gpus", "placement", "member", "member_end", "index_keys", "edges", "links", "undo",
                  "sort_key", "mode", "stamp", "own_keys", "own_scan", "mode_id", "kin", "kin_size", "incoming",
-                 "number")
+                 "number", "scan_keys", "scan_version")
 
     def __init__(self, alert: Alert, key: str, cls: Classification, scope: Scope, t: float, end_t: float | None,
                  partition: str, starts_at: datetime, onset: datetime, change_kind: str = "", excluded: bool = False,
@@ -82,6 +82,8 @@ class _Entry:
         self.kin_size = 1
         self.incoming = 0  # kept causal edges into this alert from its own group
         self.number = 0  # its position in the incident being built
+        self.scan_keys: Sequence[tuple[str, str]] = ()  # the buckets its last scan read, with
+        self.scan_version = -1  # and the topology's version then (see _Partition._scan_keys_now)
 
 
 class _ModeList(list):
@@ -153,13 +155,15 @@ class _Partition:
         if not positions:
             return []
         start = min(positions)
-        before = self.engine._before
         suffix = self.entries[start:]
-        for entry in suffix:
-            before[entry.key] = self.signature(entry)
-        # With the topology as it was, most alerts after a late one can repeat what they did.
-        replay = _Replay(self, suffix, touched) if suffix and not topology_moved else None
-        self._rollback_from(start)
+        replay = self._replay_for(suffix, touched) if suffix and not topology_moved else None
+        if replay is None:
+            before = self.engine._before
+            for entry in suffix:
+                before[entry.key] = self.signature(entry)
+            self._rollback(suffix)
+        else:
+            self._rollback_groups(suffix)  # the index is cut back only where a re-linked alert goes
         if fresh:
             tail = suffix + fresh
             tail.sort(key=_sort_key)
@@ -170,15 +174,26 @@ class _Partition:
         replayed = self.entries[start:]
         if replay is None:
             for entry in replayed:
+                if entry.undo:  # _relink(entry), inline: a batch links every alert through here
+                    entry.edges, entry.links, entry.undo = [], [], []
                 self._process(entry)
         else:
             for entry in replayed:
                 if replay.must_relink(entry):
-                    self._process(entry)
+                    replay.note_before(entry)
+                    self._cut_for(entry, replay.cut)
+                    self._relink(entry)
                     replay.taint(entry)
                 else:
-                    self._repeat(entry, replay.saved[entry])
+                    self._repeat(entry)
+                    self._reindex(entry, replay.cut)
+            replay.note_reached(replayed)
         return replayed
+
+    def _replay_for(self, suffix: list[_Entry], touched: list[_Entry]) -> _Replay | None:
+        """With the topology as it was, most alerts after a late one can repeat what they did
+        (None: roll everything back and link it all again, the plain way)."""
+        return _Replay(self, suffix, touched)
 
     def _first_touched(self, pod: str, kind: str, value: str, since: float) -> int:
         """Earliest processed alert from `since` on the pod, the node/GPU, or the pods on it.
@@ -244,27 +259,55 @@ class _Partition:
         members = agg[4]
         return (len(members), agg[0], agg[2], agg[3], members[0].key, len(entry.edges), len(entry.links))
 
-    def _rollback_from(self, start: int) -> None:
-        for entry in reversed(self.entries[start:]):
+    def _rollback(self, suffix: list[_Entry]) -> None:
+        for entry in reversed(suffix):
+            self._undo(entry)
+            self._unindex(entry)
+
+    def _rollback_groups(self, suffix: list[_Entry]) -> None:
+        """A partial replay's rollback: groups, same-mode components, kept edges' counts and the
+        changes go back to the late alert's place, the index buckets stay as they are for now.
+
+        An alert that repeats goes back to the same place in each bucket, so a bucket no alert
+        linked again reads or joins ends up as it was: it is never touched. The buckets an alert
+        linked again reads or joins are cut back to its place first (`_cut_for`), and the alerts
+        after it join them again in turn (`_reindex`). Between the rollback and those cuts, a
+        bucket can hold alerts whose groups are rolled back; only a re-linked alert reads such
+        state, and it reads only buckets cut to its place.
+        """
+        for entry in reversed(suffix):
             self._undo(entry)
 
     def _undo(self, entry: _Entry) -> None:
+        """Take back what linking `entry` did to the groups (its index buckets: `_unindex`).
+
+        Its edges, links and undo log stay on it: an alert that repeats what it did (`_repeat`)
+        takes them up again as they are, and one linked again starts afresh (`_relink`).
+        """
+        parent, size, agg = self.parent, self.size, self.agg
         for op in reversed(entry.undo):
-            if op[0] == "new":
-                del self.parent[op[1]], self.size[op[1]], self.agg[op[1]]
-            elif op[0] == "kin":
+            kind = op[0]
+            if kind == "new":
+                key = op[1]
+                del parent[key], size[key], agg[key]
+            elif kind == "kin":
                 _, child, root = op
                 child.kin = child
                 root.kin_size -= child.kin_size
-            elif op[0] == "in":
+            elif kind == "in":
                 op[1].incoming -= 1
             else:
                 _, child, root, old_agg, old_len = op
-                self.parent[child] = child
-                self.size[root] -= self.size[child]
-                agg = self.agg[root]
-                agg[0], agg[1], agg[2], agg[3] = old_agg
-                del agg[4][old_len:]
+                parent[child] = child
+                size[root] -= size[child]
+                group = agg[root]
+                group[0], group[1], group[2], group[3] = old_agg
+                del group[4][old_len:]
+        if self.changes and self.changes[-1] is entry:
+            self.changes.pop()
+
+    def _unindex(self, entry: _Entry) -> None:
+        """`entry` leaves its buckets, where it is the latest alert (the rollback runs backwards)."""
         mode_id = entry.mode_id
         for index_key in entry.index_keys:
             bucket = self.index[index_key]
@@ -282,12 +325,70 @@ class _Partition:
                     del modes[mode_id]
                     if not modes:
                         del self.by_mode[index_key]
-        if self.changes and self.changes[-1] is entry:
-            self.changes.pop()
-        entry.undo = []
-        entry.edges = []
-        entry.links = []
         entry.index_keys = ()
+
+    def _cut_for(self, x: _Entry, cut: set[tuple[str, str]]) -> None:
+        """Before x is linked again in a partial replay: the buckets it is in, joins or reads are
+        cut back to its place (what is after it there is replayed after it, and joins again).
+
+        It reads its scan buckets (placed as `_process` places it; the pod bucket among them) and,
+        as a change, its own buckets; it joins its own buckets, and it leaves those it was in.
+        """
+        keys = x.own_keys
+        if keys is None:  # as in _process: a new end clears them
+            x.own_keys, x.own_scan = self.engine._keys_of(x.scope, x.alert.alertname)
+            keys = x.own_keys
+        reads = set(x.index_keys).union(keys)
+        if not x.excluded and x.mode != "change":
+            self._place(x)
+            reads.update(self._scan_keys_now(x))
+        x.index_keys = ()  # out of them all now; _index puts it back
+        reads.difference_update(cut)
+        for index_key in reads:
+            self._cut(index_key, x.sort_key)
+        cut.update(reads)
+
+    def _cut(self, index_key: tuple[str, str], sort_key: tuple[float, str]) -> None:
+        """A bucket (and its per-mode lists) without its alerts from `sort_key` on."""
+        bucket = self.index.get(index_key)
+        if not bucket:
+            return
+        at = bisect.bisect_left(bucket, sort_key, key=_sort_key)
+        if at == len(bucket):
+            return
+        del bucket[at:]
+        if not bucket:
+            del self.index[index_key]
+        modes = self.by_mode.get(index_key)
+        if modes is None:
+            return
+        for mode_id, same_mode in list(modes.items()):
+            at = bisect.bisect_left(same_mode, sort_key, key=_sort_key)
+            if at < len(same_mode):
+                del same_mode[at:]
+                del same_mode.starts[at:]
+                del same_mode.sources[bisect.bisect_left(same_mode.sources, at):]
+                if not same_mode:
+                    del modes[mode_id]
+        if not modes:
+            del self.by_mode[index_key]
+
+    def _reindex(self, x: _Entry, cut: set[tuple[str, str]]) -> None:
+        """A repeated alert joins again the buckets cut before it; in the others it never left its place."""
+        keys = x.index_keys
+        if keys and not cut.isdisjoint(keys):
+            self._index(x, [index_key for index_key in keys if index_key in cut])
+            x.index_keys = keys
+
+    def _relink(self, x: _Entry) -> None:
+        """Link x (again): what a rollback left on it is dropped first.
+
+        An alert linked before always has its group's "new" in its undo log; one never linked
+        (or excluded) has nothing recorded, and keeps its empty lists (a batch allocates none).
+        """
+        if x.undo:
+            x.edges, x.links, x.undo = [], [], []
+        self._process(x)
 
     def _process(self, x: _Entry) -> None:
         if x.excluded:
@@ -295,7 +396,7 @@ class _Partition:
         engine = self.engine
         topology = self.topology
         x_pod = x.scope.pod
-        if x_pod and (x_pod in topology.pod_nodes or x_pod in topology.pod_gpus):
+        if x_pod and (x_pod in topology.pod_nodes or x_pod in topology.pod_gpus):  # _place(x), inline
             x.nodes, x.gpus = self._placement(x, x.t)  # = topology.nodes/gpus(x.scope, x.t), cached
         else:
             x.nodes = topology.nodes(x.scope, x.t)
@@ -326,7 +427,9 @@ class _Partition:
         marks = kept.marks
         reorder, slack, x_depth = engine.reorder, engine.slack, x.cls.depth
         read_runs: dict[tuple[int, int], list[_Entry]] = {}
-        for index_key in self._scan_keys(x, x.own_scan) if x_mode != "change" else ():
+        scan_keys = x.scan_keys = self._scan_keys(x, x.own_scan) if x_mode != "change" else ()
+        x.scan_version = topology.version
+        for index_key in scan_keys:
             bucket = index.get(index_key)
             if not bucket:
                 continue
@@ -443,11 +546,23 @@ class _Partition:
                     self._union(self.find(root), self.find(x.key), x.undo)
         self._index(x, keys)
 
+    def _place(self, x: _Entry) -> None:
+        """x's nodes and GPUs as known at its time (inline in _process)."""
+        topology = self.topology
+        x_pod = x.scope.pod
+        if x_pod and (x_pod in topology.pod_nodes or x_pod in topology.pod_gpus):
+            x.nodes, x.gpus = self._placement(x, x.t)  # = topology.nodes/gpus(x.scope, x.t), cached
+        else:
+            x.nodes = topology.nodes(x.scope, x.t)
+            x.gpus = topology.gpus(x.scope, x.t)
+
     def _open_group(self, x: _Entry) -> None:
+        """x's own group; the undo log holds its aggregate, which a rollback leaves as it was made
+        (unions into it are undone first), so a repeat puts the very same list back."""
         self.parent[x.key] = x.key
         self.size[x.key] = 1
-        self.agg[x.key] = [x.t, x.t, 1 if x.end_t is None else 0, self._influence_end(x), [x]]
-        x.undo.append(("new", x.key))
+        group = self.agg[x.key] = [x.t, x.t, 1 if x.end_t is None else 0, self._influence_end(x), [x]]
+        x.undo.append(("new", x.key, group))
 
     def _index(self, x: _Entry, keys: tuple[tuple[str, str], ...]) -> None:
         """x joins its buckets (and a dense bucket's per-mode list, with its run start) after its scan."""
@@ -457,7 +572,10 @@ class _Partition:
             index, by_mode, mode_id = self.index, self.by_mode, x.mode_id
             kin = _kin_root(x)
             for index_key in keys:
-                index.setdefault(index_key, []).append(x)
+                bucket = index.get(index_key)  # not setdefault(key, []): that makes a list per call
+                if bucket is None:
+                    bucket = index[index_key] = []
+                bucket.append(x)
                 if index_key[0] in _WIDE_KEYS:
                     modes = by_mode.get(index_key)
                     same_mode = modes.get(mode_id) if modes is not None else None
@@ -477,32 +595,35 @@ class _Partition:
                     same_mode.append(x)
             x.index_keys = keys
 
-    def _repeat(self, x: _Entry, saved: tuple[list, list, list]) -> None:
+    def _repeat(self, x: _Entry) -> None:
         """Do again what linking x did before a rollback, when `_Replay` shows it would do the same.
 
-        Its kept edges and links are put back, and its undo log (kept edges' counts, same-mode
+        Its kept edges and links are still on it, and its undo log (kept edges' counts, same-mode
         joins, its group and the unions it made) is applied in the order it was written; the
-        groups it touches are as they were then, so each union keeps the same root.
+        groups it touches are as they were then, so each union has the same root and child and
+        the log stays what it was (no entry of it is made again).
         """
         if x.excluded:
             return
-        x.edges, x.links, ops = saved
-        undo = x.undo
-        for op in ops:
+        parent, size, agg = self.parent, self.size, self.agg
+        for op in x.undo:
             kind = op[0]
             if kind == "in":
                 op[1].incoming += 1
-                undo.append(op)
             elif kind == "kin":
                 _, child, root = op
                 child.kin = root
                 root.kin_size += child.kin_size
-                undo.append(op)
             elif kind == "new":
-                self._open_group(x)
+                _, key, group = op
+                parent[key] = key
+                size[key] = 1
+                agg[key] = group
             else:
-                self._union(op[2], op[1], undo)
-        self._index(x, x.own_keys)
+                child, root = op[1], op[2]
+                parent[child] = root
+                size[root] += size[child]
+                _absorb(agg[root], agg[child])
 
     @staticmethod
     def _unread_runs(modes: dict[int, list[_Entry]], readable: list[bool],
@@ -595,6 +716,29 @@ class _Partition:
                     found[id(y)] = y
         return list(found.values())
 
+    def _scan_keys_now(self, x: _Entry) -> Sequence[tuple[str, str]]:
+        """`_scan_keys` of x as placed: those its last scan read, while its placement stamp is
+        the same (no link of its pod, nor of the pods on its nodes/GPUs, changed since)."""
+        if not x.nodes and not x.gpus:
+            return x.own_scan  # as _scan_keys answers
+        if self._links_unchanged_since(x, x.scan_version):
+            return x.scan_keys
+        return self._scan_keys(x, x.own_scan)
+
+    def _links_unchanged_since(self, x: _Entry, version: int) -> bool:
+        """Whether nothing x's scan keys depend on besides its scope and time changed after that
+        topology version: its pod's links (its nodes and GPUs) and the pods on its nodes/GPUs."""
+        topology = self.topology
+        if topology.version == version:
+            return True
+        if topology.pod_changed.get(x.scope.pod, 0) > version:
+            return False
+        changed = topology.node_changed
+        if any(changed.get(node, 0) > version for node in x.nodes):
+            return False
+        changed = topology.gpu_changed
+        return not any(changed.get(gpu, 0) > version for gpu in x.gpus)
+
     def _scan_keys(self, x: _Entry, own: tuple[tuple[str, str], ...]) -> Sequence[tuple[str, str]]:
         """Buckets holding x's possible neighbours, through learned links too (pods on x's node).
 
@@ -639,15 +783,24 @@ class _Partition:
             return
         if self.size[a] < self.size[b] or (self.size[a] == self.size[b] and a > b):
             a, b = b, a
-        root, child = self.agg[a], self.agg[b]
+        root = self.agg[a]
         undo.append(("union", b, a, tuple(root[:4]), len(root[4])))
         self.parent[b] = a
         self.size[a] += self.size[b]
-        root[0] = min(root[0], child[0])
-        root[1] = max(root[1], child[1])
-        root[2] += child[2]
-        root[3] = max(root[3], child[3])
-        root[4].extend(child[4])
+        _absorb(root, self.agg[b])
+
+
+def _absorb(root: list, child: list) -> None:
+    """A group's aggregate takes in another's: first and last time, unresolved count, latest
+    influence end, members. (Comparisons, not min()/max(): the same values, without the calls.)"""
+    if child[0] < root[0]:
+        root[0] = child[0]
+    if child[1] > root[1]:
+        root[1] = child[1]
+    root[2] += child[2]
+    if child[3] > root[3]:
+        root[3] = child[3]
+    root[4].extend(child[4])
 
 
 class _Replay:
@@ -662,28 +815,38 @@ class _Replay:
     it was in). An alert whose buckets and changes hold no tainted alert finds everything it reads
     as it was, so it repeats its recorded outcome (`_Partition._repeat`). Only a replay with the
     topology as it was qualifies (a newly learned pod->node/GPU link moves placements and buckets).
+
+    The same taint says whose incident can have changed: an alert never tainted repeated what it
+    did in groups no re-linked alert reached, before or after, so its final group is the one it
+    had (same members, times, counts, first member) and so are its own edges and links. Only
+    alerts linked again or tainted (all of them once `relink_all` is set) have their incident's
+    signature from before the rollback noted in `Correlator._before` for `add_many` to compare.
     """
 
-    __slots__ = ("partition", "saved", "old_root", "old_members", "tainted", "hot", "tainted_upto", "change_reach",
-                 "relink_all")
+    __slots__ = ("partition", "repeatable", "old_root", "old_members", "old_groups", "tainted", "hot", "tainted_upto",
+                 "change_reach", "relink_all", "before", "cut")
 
     def __init__(self, partition: _Partition, suffix: list[_Entry], touched: list[_Entry]) -> None:
         self.partition = partition
         engine = partition.engine
+        self.before = engine._before
         self.change_reach = max(engine.change_window, engine.rule_edit_window)
-        self.saved: dict[_Entry, tuple[list, list, list]] = {}  # alert -> (edges, links, undo log) before the rollback
+        # The alerts that may repeat: a new end or an exclusion is linked again. (Their edges,
+        # links and undo logs from before the rollback stay on them: see `_Partition._undo`.)
+        self.repeatable: set[_Entry] = set(suffix).difference(touched)
         self.old_root: dict[_Entry, str] = {}
         self.old_members: dict[str, list[_Entry]] = {}  # final groups before the rollback, copied
-        parent, agg = partition.parent, partition.agg
+        self.old_groups: dict[str, tuple] = {}  # their part of `_Partition.signature`, before the rollback
+        parent, agg, find = partition.parent, partition.agg, partition.find
         for entry in suffix:
             if entry.key in parent:
-                root = self.old_root[entry] = partition.find(entry.key)
-                if root not in self.old_members:
-                    self.old_members[root] = agg[root][4][:]
-            self.saved[entry] = (entry.edges, entry.links, entry.undo)
-        for entry in touched:  # a new end or an exclusion: linked again
-            self.saved.pop(entry, None)
+                root = self.old_root[entry] = find(entry.key)
+                if root not in self.old_groups:
+                    group = agg[root]
+                    members = self.old_members[root] = group[4][:]
+                    self.old_groups[root] = (len(members), group[0], group[2], group[3], members[0].key)
         self.tainted: set[_Entry] = set()
+        self.cut: set[tuple[str, str]] = set()  # buckets cut back to a re-linked alert's place (see _rollback_groups)
         self.hot: set[tuple[str, str]] = set()  # buckets holding a tainted alert
         self.tainted_upto: dict[str, int] = {}  # group root -> how many of its members are tainted
         # A tainted group this big is a storm's, which nearly every alert after it reads: keeping
@@ -691,21 +854,45 @@ class _Replay:
         self.relink_all = False
 
     def must_relink(self, entry: _Entry) -> bool:
-        if self.relink_all or entry not in self.saved or entry.mode == "change":
+        if self.relink_all or entry not in self.repeatable or entry.mode == "change":
             return True
         if entry.excluded:
             return False
-        if not self.hot.isdisjoint(self.partition._scan_keys(entry, entry.own_scan)):
+        if not self.hot.isdisjoint(self.partition._scan_keys_now(entry)):
             return True
         changes = self.partition.changes
-        horizon = entry.t - self.change_reach
-        for number in range(len(changes) - 1, -1, -1):
-            change = changes[number]
-            if change.t < horizon:
-                break
-            if change in self.tainted:
-                return True
+        if changes:
+            horizon = entry.t - self.change_reach
+            for change in reversed(changes):
+                if change.t < horizon:
+                    break
+                if change in self.tainted:
+                    return True
         return False
+
+    def old_signature(self, entry: _Entry) -> tuple:
+        """`_Partition.signature(entry)` as it was before the rollback (entry's edges and links
+        are still those it had: noted before it is linked again, or it repeated them)."""
+        root = self.old_root.get(entry)
+        if root is None or entry.excluded:
+            return ()
+        return self.old_groups[root] + (len(entry.edges), len(entry.links))
+
+    def note_before(self, entry: _Entry) -> None:
+        """`entry` is about to be linked again: its incident's signature from before, to compare.
+        (A new alert has none; `add_many` returns its incident anyway.)"""
+        self.before[entry.key] = self.old_signature(entry)
+
+    def may_have_changed(self, entry: _Entry) -> bool:
+        """Whether a repeated alert's incident can differ from before the rollback (see above)."""
+        return self.relink_all or entry in self.tainted
+
+    def note_reached(self, replayed: list[_Entry]) -> None:
+        """After the replay: the before-signatures of repeated alerts a re-linked one reached."""
+        before = self.before
+        for entry in replayed:
+            if entry.key not in before and self.may_have_changed(entry):
+                before[entry.key] = self.old_signature(entry)
 
     def taint(self, entry: _Entry) -> None:
         """`entry` was linked again: taint it, its group now and its final group before the rollback."""
@@ -1000,12 +1187,12 @@ class Correlator:
         False). A caller that writes a storm's incident of thousands of alerts after every few
         alerts ranks it every few seconds instead (`incident_of` ranks it whenever asked)."""
         alerts = list(alerts)
-        self._before = {}
+        before = self._before = {}  # replayed alerts whose incident may have changed -> its signature before
         keys = [occurrence_key(a.fingerprint, a.starts_at) for a in alerts]
         replayed = self._ingest(alerts, keys)
         new_keys = set(keys)
-        changed = [e for e in replayed
-                   if e.key in new_keys or self._partitions[e.partition].signature(e) != self._before.get(e.key)]
+        changed = [e for e in replayed if e.key in new_keys
+                   or (e.key in before and self._partitions[e.partition].signature(e) != before[e.key])]
         return self._incidents_touching(changed, rank_if)
 
     def decide(self, decision: Decision) -> list[Incident]:

@@ -216,6 +216,10 @@ class Topology:
     gpu_pods: dict[str, dict[str, float]] = field(default_factory=dict)
     version: int = 0
     pod_versions: dict[str, int] = field(default_factory=dict)  # bumped when that pod's links change
+    # The version at which a pod's links, or the pods on a node or GPU, last changed.
+    pod_changed: dict[str, int] = field(default_factory=dict)
+    node_changed: dict[str, int] = field(default_factory=dict)
+    gpu_changed: dict[str, int] = field(default_factory=dict)
 
     def learn(self, scope: Scope, t: float) -> list[tuple[str, str, float]]:
         """Record the links `scope` shows at time t; returns (kind, value, holds-from) of new or earlier links."""
@@ -234,6 +238,9 @@ class Topology:
         if changed:
             self.version += 1
             self.pod_versions[scope.pod] = self.pod_versions.get(scope.pod, 0) + 1
+            self.pod_changed[scope.pod] = self.version
+            for kind, value, _ in changed:
+                (self.node_changed if kind == "node" else self.gpu_changed)[value] = self.version
         return changed
 
     def nodes(self, scope: Scope, at: float) -> frozenset[str]:

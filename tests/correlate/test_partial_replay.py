@@ -13,8 +13,9 @@ from datetime import timedelta
 
 import pytest
 
+from correlate import engine
 from correlate.catalog import load_catalog
-from correlate.engine import Correlator, _Replay, correlate
+from correlate.engine import Correlator, _Partition, _Replay, correlate
 from correlate.events import FIRING, RESOLVED, Alert
 from correlate.results import Exclude
 from correlate.testing import BASE_DAY, label_fingerprint, make_change
@@ -118,3 +119,56 @@ def test_an_alert_on_another_workload_repeats_and_one_on_the_late_alerts_workloa
     correlator.add(late)  # both later alerts are replayed
     assert relinked == [("LLMKVFragmentationHigh", "a"), ("LLMContainerOOMKilled", "a")]  # not workload b's
     assert repr(correlator.incidents()) == repr(correlate(early + [late], catalog=CATALOG))
+
+
+def replaying_the_plain_way(monkeypatch) -> None:
+    """No `_Replay`: the cluster is rolled back in full (groups and index) and all is linked again."""
+    monkeypatch.setattr(_Partition, "_replay_for", lambda self, suffix, touched: None)
+
+
+@pytest.mark.parametrize("seed,batch", [(40 + seed, 1) for seed in range(6)] + [(50 + seed, 5) for seed in range(4)])
+def test_a_partial_replay_answers_exactly_as_a_full_rollback(seed, batch, monkeypatch):
+    """A partial replay cuts back only the index buckets a re-linked alert reads or joins, and
+    compares the incidents of the alerts a re-linked one reached; the plain way rolls back every
+    bucket, links everything again and compares every replayed alert's incident."""
+    alerts = day(seed)
+    cuts = []
+    cut_for = _Partition._cut_for
+    monkeypatch.setattr(_Partition, "_cut_for", lambda self, x, cut: cuts.append(len(cut)) or cut_for(self, x, cut))
+    fast = answers(alerts, batch, seed)
+    assert sum(1 for n in cuts if n) > 10  # later re-linked alerts found buckets already cut
+    replaying_the_plain_way(monkeypatch)
+    assert answers(alerts, batch, seed) == fast
+
+
+@pytest.mark.parametrize("seed,batch,storm", [(60 + seed, 1, 256) for seed in range(6)] + [(70 + seed, 5, 256) for seed in range(3)]
+                         + [(80 + seed, 1, 6) for seed in range(3)])
+def test_only_alerts_a_relinked_one_reached_can_have_another_incident(seed, batch, storm, monkeypatch):
+    """add_many() returns the incidents that changed; a partial replay compares the incident
+    signatures of alerts linked again or tainted only (all, once a storm's group is tainted: the
+    taint is no longer kept; a low bar makes small groups count as storms here). Every other
+    replayed alert must have the signature it had before the rollback (and comparing them all
+    must give the same answers)."""
+    monkeypatch.setattr(engine, "_STORM_GROUP", storm)
+    alerts = day(seed)
+    old = {}
+    skipped = []
+    init, note_reached = _Replay.__init__, _Replay.note_reached
+
+    def remember(self, partition, suffix, touched):
+        init(self, partition, suffix, touched)
+        old.update((entry.key, partition.signature(entry)) for entry in suffix)
+
+    def check(self, replayed):
+        note_reached(self, replayed)
+        for entry in replayed:
+            if entry.key not in self.before:
+                skipped.append(entry.key)
+                assert self.partition.signature(entry) == old[entry.key], entry.key
+
+    monkeypatch.setattr(_Replay, "__init__", remember)
+    monkeypatch.setattr(_Replay, "note_reached", check)
+    fast = answers(alerts, batch, seed)
+    assert len(skipped) > 30  # the shortcut is taken
+    monkeypatch.setattr(_Replay, "may_have_changed", lambda self, entry: True)
+    assert answers(alerts, batch, seed) == fast

@@ -64,3 +64,22 @@ def test_an_alerts_buckets_are_its_scopes_and_its_names():
         assert entry.own_keys == tuple(sorted(entry.own_scan + (("name", entry.alert.alertname),)))
         assert all(kind != "name" for kind, _ in entry.own_scan)
     assert repr(correlator.incidents()) == repr(correlate(alerts, catalog=CATALOG))
+
+
+@pytest.mark.parametrize("seed", range(4))
+def test_the_keys_an_alert_last_scanned_are_its_keys_now_while_its_links_are_the_same(seed):
+    """A partial replay asks which buckets each later alert would read (`_scan_keys_now`) and
+    answers with those its last scan read, unless a link of its pod or of its nodes/GPUs was
+    learned since."""
+    alerts = shared_label_sets(seed)
+    correlator = Correlator(CATALOG)
+    reused = 0
+    for start in range(0, len(alerts), 5):
+        correlator.add_many(alerts[start:start + 5])
+        for partition in correlator._partitions.values():
+            for entry in partition.entries:
+                if entry.index_keys:
+                    reused += (partition.topology.version != entry.scan_version and bool(entry.nodes or entry.gpus)
+                               and partition._links_unchanged_since(entry, entry.scan_version))
+                    assert list(partition._scan_keys_now(entry)) == list(afresh(partition, entry))
+    assert reused > 100
