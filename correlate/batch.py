@@ -31,6 +31,7 @@ MIN_ALERTS_TO_SPLIT = 5_000
 _PICKLE_SHARE = 0.15
 _UNPICKLE_SHARE = 0.08
 
+
 def can_split(alerts: Sequence[Alert], decisions: Sequence[Decision], processes: int) -> bool:
     return (processes > 1 and len(alerts) >= MIN_ALERTS_TO_SPLIT and hasattr(os, "fork")
             and not any(isinstance(decision, (Merge, Split)) for decision in decisions))
@@ -48,9 +49,18 @@ def cluster_of(alert: Alert) -> str:
 
 def shares_by_cluster(alerts: Sequence[Alert], count: int) -> list[list[Alert]]:
     """At most `count` shares of whole clusters, about equal in work, the first one this
-    process's, each in arrival order. An occurrence sent again under another cluster label (an
-    Events-API dedup key reused, say) is the engine's business in both clusters, so those go to
-    one share."""
+    process's, each in arrival order."""
+    shares = []
+    for numbers in _balanced(_cluster_groups(alerts), count):
+        numbers.sort()  # arrival order within a share, as the serial run sees it
+        shares.append([alerts[n] for n in numbers])
+    return [share for share in shares if share]
+
+
+def _cluster_groups(alerts: Sequence[Alert]) -> dict[str, list[int]]:
+    """Alert positions by cluster. An occurrence sent again under another cluster label (an
+    Events-API dedup key reused, say) is the engine's business in both clusters, so those form
+    one group."""
     by_cluster: dict[str, list[int]] = {}
     first_cluster: dict[str, str] = {}
     mixed: set[str] = set()  # fingerprints seen under two clusters (a change summary made in several)
@@ -65,7 +75,7 @@ def shares_by_cluster(alerts: Sequence[Alert], count: int) -> list[list[Alert]]:
     together = _Together()
     filed: dict[str, str] = {}
     for alert in alerts if mixed else ():
-        if alert.fingerprint in mixed:
+        if alert.fingerprint in mixed:  # only those need the exact occurrence key
             cluster = cluster_of(alert)
             first = filed.setdefault(occurrence_key(alert.fingerprint, alert.starts_at), cluster)
             if first != cluster:
@@ -73,6 +83,12 @@ def shares_by_cluster(alerts: Sequence[Alert], count: int) -> list[list[Alert]]:
     groups: dict[str, list[int]] = {}
     for cluster, numbers in by_cluster.items():
         groups.setdefault(together.find(cluster), []).extend(numbers)
+    return groups
+
+
+def _balanced(groups: dict[str, list[int]], count: int) -> list[list[int]]:
+    """Groups dealt to at most `count` shares, biggest first, each where the last share to
+    finish finishes soonest."""
     sizes = sorted(groups.items(), key=lambda item: (-len(item[1]), item[0]))
     loads = [0.0] * min(count, len(sizes))
     picked: list[list[int]] = [[] for _ in loads]
@@ -80,11 +96,7 @@ def shares_by_cluster(alerts: Sequence[Alert], count: int) -> list[list[Alert]]:
         share = min(range(len(loads)), key=lambda s: (max(_loads_with(loads, s, len(numbers))), s))
         loads = _loads_with(loads, share, len(numbers))
         picked[share].extend(numbers)
-    shares = []
-    for numbers in picked:
-        numbers.sort()  # arrival order within a share, as the serial run sees it
-        shares.append([alerts[n] for n in numbers])
-    return [share for share in shares if share]
+    return picked
 
 
 class _Together:
