@@ -15,11 +15,12 @@ from __future__ import annotations
 
 import os
 import pickle
+import signal
 import traceback
 from typing import Sequence
 
 from correlate.catalog import Catalog
-from correlate.engine import Correlator  # engine.correlate() imports this module when called
+from correlate.engine import correlate_here  # engine.correlate() imports this module when called
 from correlate.events import Alert, occurrence_key
 from correlate.results import Decision, Incident, Merge, Split
 from correlate.topology import CLUSTER_KEYS
@@ -134,9 +135,7 @@ def correlate_split(alerts: Sequence[Alert], decisions: Sequence[Decision], cata
     shares = shares_by_cluster(alerts, processes)
     workers = [_fork(share, decisions, catalog) for share in shares[1:]]
     try:
-        correlator = Correlator(catalog, decisions)
-        correlator._ingest(shares[0])
-        incidents = correlator.incidents()
+        incidents = correlate_here(shares[0], decisions, catalog)
         for pid, answer in workers:
             incidents.extend(_received(pid, answer))
     finally:
@@ -171,9 +170,7 @@ def _fork(share: list[Alert], decisions: Sequence[Decision], catalog: Catalog) -
 def _work(share: list[Alert], decisions: Sequence[Decision], catalog: Catalog) -> bytes:
     """In a worker: one share's incidents, or the error, pickled."""
     try:
-        correlator = Correlator(catalog, decisions)
-        correlator._ingest(share)
-        return pickle.dumps(("incidents", correlator.incidents()), protocol=pickle.HIGHEST_PROTOCOL)
+        return pickle.dumps(("incidents", correlate_here(share, decisions, catalog)), protocol=pickle.HIGHEST_PROTOCOL)
     except BaseException:  # noqa: BLE001 - the parent raises it
         return pickle.dumps(("error", traceback.format_exc()))
 
@@ -199,7 +196,7 @@ def _reap(pid: int, answer: int) -> int | None:
     try:
         done, status = os.waitpid(pid, os.WNOHANG)
         if done == 0:
-            os.kill(pid, 9)
+            os.kill(pid, signal.SIGKILL)
             done, status = os.waitpid(pid, 0)
     except ChildProcessError:
         return None  # reaped already

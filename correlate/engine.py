@@ -1664,9 +1664,14 @@ def correlate(alerts: Iterable[Alert], decisions: Iterable[Decision] = (), catal
         catalog = catalog or load_catalog()
         if batch.can_split(alerts, decisions, processes):
             return batch.correlate_split(alerts, decisions, catalog, processes)
-        correlator = Correlator(catalog, decisions)
-        correlator._ingest(alerts)
-        return correlator.incidents()
+        return correlate_here(alerts, decisions, catalog)
     finally:
         if paused:
             gc.enable()
+
+
+def correlate_here(alerts: Sequence[Alert], decisions: Sequence[Decision], catalog: Catalog) -> list[Incident]:
+    """The batch in this process, the collector as the caller left it (correlate() pauses it)."""
+    correlator = Correlator(catalog, decisions)
+    correlator._ingest(alerts)
+    return correlator.incidents()
