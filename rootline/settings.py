@@ -204,6 +204,14 @@ CORRELATION_PACE_MS = os.environ.get("ROOTLINE_CORRELATION_PACE_MS", "250").stri
 if not CORRELATION_PACE_MS.isdigit() or int(CORRELATION_PACE_MS) > 60_000:
     raise ImproperlyConfigured(f"ROOTLINE_CORRELATION_PACE_MS must be a whole number of milliseconds from 0 to 60000, not {CORRELATION_PACE_MS!r}")
 CORRELATION_PACE_SECONDS = int(CORRELATION_PACE_MS) / 1000
+# A correlation worker's run takes at most this many new alerts of its key, oldest first, each run
+# committed on its own (incidents/correlation/run.py). Bigger runs cost less per alert (a storm
+# cluster's 6,253 alerts: 395-491 µs each in runs of 1,000, 255-281 µs in one run), smaller runs
+# commit their first alerts sooner and hold the key's lock (which a person's merge waits on) for less.
+CORRELATION_SLICE = os.environ.get("ROOTLINE_CORRELATION_SLICE", "1000").strip() or "1000"
+if not CORRELATION_SLICE.isdigit() or not 100 <= int(CORRELATION_SLICE) <= 100_000:
+    raise ImproperlyConfigured(f"ROOTLINE_CORRELATION_SLICE must be a whole number of alerts from 100 to 100000, not {CORRELATION_SLICE!r}")
+CORRELATION_SLICE = int(CORRELATION_SLICE)
 CELERY_BEAT_SCHEDULE = {
     # Every minute: deliveries still pending after a broker outage or a worker crash are enqueued again.
     "requeue-stale-deliveries": {

@@ -69,3 +69,11 @@ def test_correlation_pace_is_whole_milliseconds_up_to_a_minute(tmp_path):
     for bad in ("-5", "0.5", "fast", "60001"):
         result = run_settings(tmp_path, ROOTLINE_CORRELATION_PACE_MS=bad)
         assert result.returncode != 0 and "ROOTLINE_CORRELATION_PACE_MS must be a whole number of milliseconds" in result.stderr, bad
+
+
+def test_correlation_slice_is_a_whole_number_of_alerts_from_100_to_100000(tmp_path):
+    for good in ("100", "1000", "100000"):
+        assert run_settings(tmp_path, ROOTLINE_CORRELATION_SLICE=good).returncode == 0, good
+    for bad in ("99", "0", "-1000", "1e4", "lots", "100001"):
+        result = run_settings(tmp_path, ROOTLINE_CORRELATION_SLICE=bad)
+        assert result.returncode != 0 and "ROOTLINE_CORRELATION_SLICE must be a whole number of alerts" in result.stderr, bad

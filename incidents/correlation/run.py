@@ -31,15 +31,10 @@ from incidents.correlation.keys import lookback
 from incidents.correlation.state import KEPT, KeyState
 from incidents.correlation.sync import incidents_sync
 from incidents.evidence.collect import evidence_enqueue_for_changes
-from incidents.gc_pause import gc_paused
+from incidents.gc_pause import freeze_run_survivors, gc_paused
 from incidents.models import Alert, CorrelationLock, Decision, Incident
 
 logger = logging.getLogger(__name__)
-
-
-# A backlog (an alert storm) is taken oldest first, at most this many alerts a run, each run
-# committed on its own: the first alerts reach their incidents while later ones still wait.
-SLICE_ALERTS = 1000
 
 
 def correlation_run(*, key: str, since: datetime | None = None, keep_state: bool = False) -> list[int]:
@@ -48,7 +43,7 @@ def correlation_run(*, key: str, since: datetime | None = None, keep_state: bool
     `keep_state` (the correlation worker's task), keep the key's engine state for the next run in
     this process; other callers (people's actions in a web process, `recorrelate`) leave none.
 
-    A worker's run takes at most `SLICE_ALERTS` new alerts, oldest first; when more wait, the worker
+    A worker's run takes at most `settings.CORRELATION_SLICE` new alerts, oldest first; when more wait, the worker
     queues the key again behind the other keys of its shard (so one cluster's storm cannot hold
     the others back), and an eager run (no broker) simply goes on."""
     cache.delete(pending_flag(key))
@@ -76,7 +71,7 @@ def correlation_slice(*, key: str, since: datetime | None, keep_state: bool) -> 
         previous_token, token = lock_key(key)
         reason = "a batch run" if since is not None else stale_reason(kept, previous_token, current)
         touched, state = (None, None)
-        limit = SLICE_ALERTS if keep_state and since is None else None
+        limit = settings.CORRELATION_SLICE if keep_state and since is None else None
         if reason is None:
             touched, state, reason, more = delta_run(key, kept, current, limit)
         if state is None:
@@ -85,14 +80,19 @@ def correlation_slice(*, key: str, since: datetime | None, keep_state: bool) -> 
     path = f"window ({reason})" if reason else "kept state"
     logger.info("correlated %s from the %s: %d incidents written, %d alerts held, %.1f ms%s", key, path, len(touched),
                 len(state.rows) if state else 0, (time.perf_counter() - started) * 1000, ", more waiting" if more else "")
-    if state is not None and keep_state:
-        # Kept at once, even inside a caller's transaction: should that roll back, the key's
-        # stored token goes back with it and the next run rebuilds instead of using this state.
-        state.token = token
-        KEPT.keep(key, state)
-        wait = state.next_ranking_in()
-        if wait is not None and not more:
-            transaction.on_commit(lambda: correlation_enqueue_later(key, wait), robust=True)
+    if keep_state:
+        evicted = 0
+        if state is not None:
+            # Kept at once, even inside a caller's transaction: should that roll back, the key's
+            # stored token goes back with it and the next run rebuilds instead of using this state.
+            state.token = token
+            evicted = KEPT.keep(key, state)
+            wait = state.next_ranking_in()
+            if wait is not None and not more:
+                transaction.on_commit(lambda: correlation_enqueue_later(key, wait), robust=True)
+        dropped = evicted > 0 or (kept is not None and kept is not state)
+        del kept  # a dropped state must be unreachable before the collection
+        freeze_run_survivors(state_dropped=dropped, held=KEPT.held_alerts())
     return touched, more  # only a worker's run (keep_state) takes a limited slice
 
 

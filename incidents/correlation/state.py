@@ -190,7 +190,9 @@ class KeptStates:
         with self._lock:
             return self._states.pop(key, None)
 
-    def keep(self, key: str, state: KeyState) -> None:
+    def keep(self, key: str, state: KeyState) -> int:
+        """Keep `state` for `key`; returns how many other states were dropped to make room."""
+        dropped_count = 0
         with self._lock:
             self._states[key] = state
             self._states.move_to_end(key)
@@ -198,6 +200,12 @@ class KeptStates:
             while len(self._states) > 1 and (len(self._states) > self.limit or held > self.alert_limit):
                 _, dropped = self._states.popitem(last=False)
                 held -= len(dropped.rows)
+                dropped_count += 1
+        return dropped_count
+
+    def held_alerts(self) -> int:
+        with self._lock:
+            return sum(len(kept.rows) for kept in self._states.values())
 
     def clear(self) -> None:
         with self._lock:

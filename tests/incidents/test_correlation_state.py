@@ -207,7 +207,7 @@ def test_a_backlog_is_taken_oldest_first_in_slices_and_the_key_queued_again(flee
     KEPT.clear()
     assert rerun(key, runs, backlog) == "window"
     expected = snapshot()
-    monkeypatch.setattr(run, "SLICE_ALERTS", 2)
+    settings.CORRELATION_SLICE = 2
     settings.CELERY_TASK_ALWAYS_EAGER = False
     Alert.objects.filter(pk__in=[alert.pk for alert in backlog]).update(correlated=False)
     with mock.patch.object(run, "correlation_enqueue_now") as queued_again:
@@ -241,7 +241,7 @@ def test_a_window_run_takes_a_backlog_in_slices_too(fleet, make_integration, run
     backlog = list(Alert.objects.filter(correlation_key=key, correlated=False).order_by("id"))
     assert len(backlog) > 3
     KEPT.clear()
-    monkeypatch.setattr(run, "SLICE_ALERTS", 2)
+    settings.CORRELATION_SLICE = 2
     settings.CELERY_TASK_ALWAYS_EAGER = False
     with mock.patch.object(run, "correlation_enqueue_now") as queued_again:
         with django_capture_on_commit_callbacks(execute=True):

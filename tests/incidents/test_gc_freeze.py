@@ -1,0 +1,113 @@
+"""A correlation worker freezes what survives each run, so collections stop walking its kept engine
+states; objects that die frozen are freed when a state is dropped or the frozen heap doubles."""
+from __future__ import annotations
+
+import gc
+import weakref
+
+import pytest
+
+from incidents import gc_pause, services
+from incidents.correlation import correlation_run
+from incidents.correlation.state import KEPT
+from incidents.gc_pause import freeze_run_survivors
+from incidents.models import Alert, Decision
+from incidents.tasks import process_delivery
+from tests.incidents.test_correlation_state import bodies
+
+pytestmark = pytest.mark.django_db
+
+
+class Cycle:
+    """An object in a reference cycle with itself: only the cyclic collector frees it."""
+
+    def __init__(self) -> None:
+        self.me = self
+
+
+@pytest.fixture(autouse=True)
+def heap_as_before(monkeypatch):
+    KEPT.clear()
+    monkeypatch.setattr(gc_pause, "_held_after_full_collection", 0)
+    monkeypatch.setattr(gc_pause, "_runs_since_full_collection", 0)
+    monkeypatch.setattr(gc_pause, "HELD_FLOOR", 1_000)
+    yield
+    KEPT.clear()
+    gc.unfreeze()
+    gc.collect()
+
+
+def frozen_dead_cycle(held: int = 1_000) -> weakref.ref:
+    """A cycle that is alive when a run's survivors are frozen, and dies frozen."""
+    cycle = Cycle()
+    freeze_run_survivors(state_dropped=False, held=held)
+    dead = weakref.ref(cycle)
+    del cycle
+    return dead
+
+
+def test_run_survivors_are_frozen_and_collections_skip_them():
+    dead = frozen_dead_cycle()
+    assert gc.get_freeze_count() > 0
+    gc.collect()
+    assert dead() is not None  # frozen: a full collection does not walk it
+    freeze_run_survivors(state_dropped=False, held=1_000)
+    assert dead() is not None  # nor does the collection after the next run
+
+
+def test_a_dropped_state_unfreezes_and_collects_everything():
+    dead = frozen_dead_cycle()
+    freeze_run_survivors(state_dropped=True, held=1_000)
+    assert dead() is None
+    assert gc.get_freeze_count() > 0  # and what lives is frozen again
+
+
+def test_states_holding_twice_the_alerts_of_the_last_full_collection_bring_the_next_one():
+    freeze_run_survivors(state_dropped=True, held=5_000)  # a full collection at 5,000 alerts held
+    dead = frozen_dead_cycle(held=10_000)
+    freeze_run_survivors(state_dropped=False, held=10_000)
+    assert dead() is not None  # twice as many is not more than twice
+    freeze_run_survivors(state_dropped=False, held=10_001)
+    assert dead() is None
+
+
+def test_small_states_are_collected_whole_at_the_floor_or_after_many_runs(monkeypatch):
+    dead = frozen_dead_cycle(held=10)
+    freeze_run_survivors(state_dropped=False, held=2_000)
+    assert dead() is not None  # under twice the floor
+    monkeypatch.setattr(gc_pause, "RUNS_BETWEEN_FULL", 5)
+    freeze_run_survivors(state_dropped=False, held=10)
+    freeze_run_survivors(state_dropped=False, held=10)
+    assert dead() is not None  # the fourth run
+    freeze_run_survivors(state_dropped=False, held=10)
+    assert dead() is None  # the fifth run since the last full collection (here: since the start)
+
+
+def receive_all(hook, path) -> None:
+    for body in bodies(path):
+        process_delivery(services.delivery_receive(integration=hook, body=body, headers={}).body["delivery"])
+
+
+def test_a_worker_run_freezes_its_state_and_a_rebuild_frees_the_old_one(make_integration, tmp_path):
+    from correlate import simulator
+
+    simulator.simulate("fleet-day", "2026-03-14T06:00:00Z", 11, str(tmp_path))
+    receive_all(make_integration("alertmanager"), tmp_path / "alerts.jsonl")
+    key = Alert.objects.values_list("correlation_key", flat=True).order_by("correlation_key").first()
+    correlation_run(key=key, keep_state=True)
+    state = KEPT.take(key)
+    assert state is not None
+    frozen = gc.get_freeze_count()
+    assert frozen > 0
+    old_engine = weakref.ref(state.correlator)
+    KEPT.keep(key, state)
+    del state
+
+    # A person's decision makes the kept state stale: the next run rebuilds it from the window
+    # and drops the old one, whose engine (a web of reference cycles) must then be freed.
+    alert = Alert.objects.filter(correlation_key=key).first()
+    Decision.objects.create(correlation_key=key, kind=Decision.Kind.EXCLUDE, alert_keys=[alert.key], at=alert.starts_at)
+    Alert.objects.filter(pk=alert.pk).update(correlated=False)
+    correlation_run(key=key, keep_state=True)
+    assert KEPT.take(key) is not None
+    assert old_engine() is None
