@@ -18,6 +18,7 @@ SLO_MARKER = "@slo"
 TEXT_ANNOTATIONS = ("summary", "description", "message", "title", "details")
 _WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+[a-z]*")
 _PERCENTILE = re.compile(r"([A-Z])([pP]\d{2,3})")
+_NAN = re.compile(r"NaN(?![a-z])")
 _SEPARATORS = re.compile(r"[\s_\-.:/|,;()\[\]{}=\"'<>!?]+")
 
 
@@ -33,6 +34,8 @@ def name_words(name: str) -> str:
     """'LLMContainerOOMKilled' -> 'llm container oom killed', so patterns read like words."""
     words: list[str] = []
     name = _PERCENTILE.sub(r"\1 \2", name)
+    if "NaN" in name:  # 'NaNDetected' is 'nan detected', not 'na n detected'
+        name = _NAN.sub("Nan", name)
     for chunk in _SEPARATORS.split(name):
         words.extend(w.lower() for w in _WORD.findall(chunk))
     return " ".join(words)
