@@ -18,7 +18,7 @@ SLO_MARKER = "@slo"
 TEXT_ANNOTATIONS = ("summary", "description", "message", "title", "details")
 _WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+[a-z]*")
 _PERCENTILE = re.compile(r"([A-Z])([pP]\d{2,3})")
-_NAN = re.compile(r"NaN(?![a-z])")
+_NAN = re.compile(r"NaN(?=s?(?:[^a-z]|$))")
 _SEPARATORS = re.compile(r"[\s_\-.:/|,;()\[\]{}=\"'<>!?]+")
 
 

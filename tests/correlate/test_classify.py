@@ -95,6 +95,19 @@ def test_slo_label_lets_the_name_decide_which_slo(name, mode):
         ("SpeculativeDecodingAcceptanceDrop", "spec_decode", "engine"),
         ("LLMGateway5xxRate", "error_rate", "serving"),
         ("EnvoyUpstreamErrorRateHigh", "error_rate", "serving"),
+        # kube-prometheus, awesome-prometheus-alerts and teams' own names that were unknown/other
+        ("KubeDeploymentRolloutStuck", "restart", "platform"),
+        ("KubeStatefulSetGenerationMismatch", "restart", "platform"),
+        ("KubernetesPodNotHealthy", "restart", "platform"),
+        ("InferencePoolNoReadyPods", "restart", "platform"),
+        ("InferencePoolReadyEndpointsLow", "restart", "platform"),
+        ("NodeMemoryHighUtilization", "oom", "platform"),
+        ("NodeHasMemoryPressure", "oom", "platform"),
+        ("DCGMGpuFellOffBus", "gpu_error", "hardware"),
+        ("GpuHighTemperature", "gpu_error", "hardware"),
+        ("DecodeSpeedLow", "slo_tpot", "serving"),
+        ("NaNDetected", "numeric", "engine"),
+        ("SGLangBusyNotFinishing", "timeout", "serving"),
     ],
 )
 def test_real_alert_names_are_recognised(name, mode, layer):
@@ -114,6 +127,17 @@ def test_real_alert_names_are_recognised(name, mode, layer):
         ('kube_pod_container_status_waiting_reason{reason="CrashLoopBackOff"} == 1', "restart"),
         ("histogram_quantile(0.99, sum by(le)(rate(vllm:time_to_first_token_seconds_bucket[5m]))) > 2", "slo_ttft"),
         ("up{job=\"vllm\"} == 0", "target_down"),
+        ("kube_statefulset_status_replicas_ready != kube_statefulset_status_replicas", "restart"),
+        ('kube_node_status_condition{condition="Ready",status="true"} == 0', "restart"),
+        ('kube_pod_container_status_last_terminated_reason{reason="OOMKilled"} == 1', "oom"),
+        ("sglang:token_usage > 0.92", "oom"),
+        ('nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="fraction"} > 0.9', "oom"),
+        ('nv_trt_llm_inflight_batcher_metrics{inflight_batcher_specific_metric="paused_requests"} > 0', "preemption"),
+        # running with no completions is ghost work (F3), not a queue
+        ("sum by (pod) (vllm:num_requests_running) > 0 and on (pod) sum by (pod) (increase(vllm:request_success_total[10m])) == 0",
+         "timeout"),
+        ("sglang:num_running_reqs > 0 and rate(sglang:num_requests_total[10m]) == 0", "timeout"),
+        ("sum by (pod) (vllm:num_requests_running) > 64", "queueing"),
     ],
 )
 def test_vague_names_fall_back_to_the_rule_expression(expr, mode):
@@ -138,6 +162,9 @@ def test_change_events_and_marked_alerts_are_process_change():
 
 def test_name_words_split_camel_case_and_separators():
     assert name_words("LLMContainerOOMKilled") == "llm container oom killed"
+    assert name_words("NaNDetected") == "nan detected"
+    assert name_words("LLMNaNLogitsDetected") == "llm nan logits detected"
+    assert name_words("NaNs") == "nans"
     assert name_words("vllm:kv_cache-usage") == "vllm kv cache usage"
 
 
