@@ -440,3 +440,30 @@ def team_names_ghosts_and_nan() -> Scenario:
     s.incident("hangups", "busy", "queue", "ttft")
     s.incident("nan", "garbage", "errors")
     return s.build()
+
+
+@scenario
+def cd_tools_name_the_workload_their_way() -> Scenario:
+    """Change events as Argo CD and Helm notifications name what they changed: an Argo CD
+    `application` (a decoy sync of an embedding service) and a Helm `release` (max-num-seqs doubled
+    on an SGLang StatefulSet) -> both replicas' token pools fill -> they retract requests -> ITL."""
+    s = Story("cd_tools_name_the_workload_their_way", __doc__ or "")
+    where = {"cluster": "oci-fra-gpu", "namespace": "chat"}
+    engine = {**where, "model_name": "meta-llama/Llama-3.1-8B-Instruct", "service": "sglang-llama-8b"}
+    s.change("decoy", "Argo CD synced embed-bge-m3 (Synced, Healthy)", "12:00", source="argocd",
+             cluster="oci-fra-gpu", namespace="chat", application="embed-bge-m3", sync_revision="77ab01e")
+    s.change("helm", "helm upgrade sglang-llama-8b --set maxRunningRequests=512", "12:03", source="helm-controller",
+             cluster="oci-fra-gpu", namespace="chat", release="sglang-llama-8b", chart="sglang-0.4.2")
+    s.fire("kv_0", "SGLangTokenPoolHigh", "12:09", labels={**engine, "pod": "sglang-llama-8b-0", "severity": "warning"},
+           expr="sglang:token_usage > 0.9")
+    s.fire("kv_1", "SGLangTokenPoolHigh", "12:10", labels={**engine, "pod": "sglang-llama-8b-1", "severity": "warning"},
+           expr="sglang:token_usage > 0.9")
+    s.fire("retract", "SGLangRetractions", "12:11", labels={**engine, "pod": "sglang-llama-8b-0", "severity": "warning"},
+           expr="rate(sglang:num_retracted_requests_total[5m]) > 0.1")
+    s.fire("itl", "ChatITLJitter", "12:14",
+           labels={**where, "model_name": "meta-llama/Llama-3.1-8B-Instruct", "severity": "critical"},
+           expr="histogram_quantile(0.99, sum by (le, model_name) (rate(sglang:inter_token_latency_seconds_bucket[5m]))) "
+                "- histogram_quantile(0.5, sum by (le, model_name) (rate(sglang:inter_token_latency_seconds_bucket[5m]))) > 0.03")
+    s.incident("helm", "kv_0", "kv_1", "retract", "itl")
+    s.noise("decoy")
+    return s.build()
