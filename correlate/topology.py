@@ -23,6 +23,9 @@ GPU_INDEX_KEYS = ("gpu", "gpu_index", "minor_number")
 GPU_UUID_KEYS = ("UUID", "uuid", "gpu_uuid")
 DEPLOYMENT_KEYS = ("deployment", "statefulset", "workload", "leaderworkerset", "inferenceservice", "app_kubernetes_io_instance",
                    "k8s_deployment_name", "k8s_statefulset_name")
+# How CD tools name what they changed (Argo CD applications, Helm releases): read only for a scope
+# with no pod, model or route (a change event), where a team-wide `app` label cannot mislead.
+APPLICATION_KEYS = ("application", "argocd_application", "app", "app_kubernetes_io_name", "helm_release", "release")
 ROUTE_KEYS = ("route", "httproute", "service", "destination_service_name", "destination_workload", "envoy_cluster_name",
               "backend", "upstream", "inference_pool", "inferencepool", "pool", "server", "target")
 CLUSTER_KEYS = ("cluster", "k8s_cluster", "cluster_name", "kubernetes_cluster", "cluster_id", "k8s_cluster_name")
@@ -195,6 +198,8 @@ def scope_of(labels: Mapping[str, str]) -> Scope:
     if "/" in model and not model.startswith("/"):
         model = model.rsplit("/", 1)[-1]
     route = _route(labels)
+    if not (deployment or pod or model or route):
+        deployment = _first(labels, APPLICATION_KEYS)
     keys: set[str] = set()
     for value in (deployment, model, route):
         if value:

@@ -73,6 +73,14 @@ def test_an_exporters_own_service_is_not_a_route(service):
     assert relations(gpu_a, gpu_b, frozenset({"n1"}), frozenset({"n2"}), gpu_a.gpus, gpu_b.gpus) == {"same_cluster"}
 
 
+def test_a_change_names_its_workload_as_cd_tools_do():
+    assert scope_of({"namespace": "chat", "application": "embed-bge-m3"}).deployment == "embed-bge-m3"
+    assert scope_of({"namespace": "chat", "release": "sglang-llama-8b"}).deployment == "sglang-llama-8b"
+    # only where nothing else names the workload: a team-wide `app` label on engine alerts is not one
+    assert scope_of({"pod": "sglang-llama-8b-0", "app": "sglang"}).deployment == "sglang-llama-8b"
+    assert scope_of({"model_name": "x/llama-8b", "app": "vllm"}).deployment == ""
+
+
 def test_opentelemetry_kubernetes_attribute_labels():
     scope = scope_of({"k8s_cluster_name": "prod-sg", "k8s_namespace_name": "mixtral", "k8s_deployment_name": "sglang-mixtral",
                       "k8s_pod_name": "sglang-mixtral-6c9d7f5b8-ppq4m", "k8s_node_name": "h200-sg-02"})
