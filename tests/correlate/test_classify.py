@@ -34,6 +34,19 @@ def test_explicit_layer_label_is_read_through_synonyms(value, layer):
     assert result.failure_mode == "kv_fragmentation"
 
 
+@pytest.mark.parametrize(
+    "labels, layer, mode",
+    [({"layer": "inference"}, "engine", "other"), ({"layer": "Model-Server"}, "engine", "other"),
+     ({"layer": "Infrastructure"}, "platform", "other"), ({"layer": "ingress"}, "serving", "other"),
+     ({"failure_mode": "memory"}, "platform", "oom"), ({"failure_mode": "NaN/Inf"}, "engine", "numeric"),
+     ({"failure_mode": "hardware"}, "hardware", "gpu_error"), ({"failure_mode": "ghost-requests"}, "serving", "timeout"),
+     ({"failure_mode": "saturation"}, "engine", "queueing")],
+)
+def test_teams_own_words_for_layers_and_modes(labels, layer, mode):
+    result = classify(make_alert("SomethingVague", "01:00", **labels))
+    assert (result.layer, result.failure_mode) == (layer, mode)
+
+
 @pytest.mark.parametrize("value", ["unknown", "none", "other", "", "None"])
 def test_labels_that_say_nothing_defer_to_the_catalog(value):
     alert = make_alert("LLMContainerOOMKilled", "01:00", failure_mode=value, layer=value)
