@@ -467,3 +467,35 @@ def cd_tools_name_the_workload_their_way() -> Scenario:
     s.incident("helm", "kv_0", "kv_1", "retract", "itl")
     s.noise("decoy")
     return s.build()
+
+
+@scenario
+def threshold_edit_storm_and_ecc_nan() -> Scenario:
+    """A reviewer-less PR lowers the SGLang queue rule's threshold (the change names the alert it
+    edits as `alertname`): three busy replicas alert within a minute. Meanwhile, on another model,
+    double-bit ECC errors on one GPU (DCGM, pod mapped, `hostname`) -> NaN logits on its pod ->
+    garbage finishes."""
+    s = Story("threshold_edit_storm_and_ecc_nan", __doc__ or "")
+    where = {"cluster": "prod-tyo"}
+    qwen = {**where, "namespace": "qa", "model_name": "Qwen/Qwen2.5-14B-Instruct", "service": "sglang-qwen14b"}
+    s.change("edit", "Lower threshold of SGLangQueueBacklog from 32 to 4 (PR #981, not reviewed)", "09:00",
+             source="github", cluster="prod-tyo", namespace="qa", alertname="SGLangQueueBacklog", change_type="alert rule")
+    for tag, pod, minute in (("q0", "sglang-qwen14b-0", "09:02"), ("q1", "sglang-qwen14b-1", "09:02"), ("q2", "sglang-qwen14b-2", "09:03")):
+        s.fire(tag, "SGLangQueueBacklog", minute, labels={**qwen, "pod": pod, "severity": "warning"},
+               expr="sum by (pod) (sglang:num_queue_reqs) > 4")
+    pod = "vllm-yi-34b-5c7d9b8f6-wx4rt"
+    s.fire("ecc", "GPUDoubleBitErrors", "09:05",
+           labels={**where, "namespace": "gpu-operator", "pod": "nvidia-dcgm-exporter-99kzq", "container": "nvidia-dcgm-exporter",
+                   "service": "nvidia-dcgm-exporter", "job": "nvidia-dcgm-exporter", "hostname": "a100-tyo-31", "gpu": "4",
+                   "UUID": "GPU-9a8b7c6d-5e4f-3a2b-1c0d-9e8f7a6b5c4d", "exported_namespace": "yi", "exported_pod": pod,
+                   "exported_container": "vllm", "severity": "critical"},
+           expr="increase(DCGM_FI_DEV_ECC_DBE_VOL_TOTAL[10m]) > 0")
+    s.fire("nan", "YiCorruptedRequests", "09:07",
+           labels={**where, "namespace": "yi", "pod": pod, "model_name": "01-ai/Yi-1.5-34B-Chat", "severity": "critical"},
+           expr="increase(vllm:corrupted_requests_total[5m]) > 0")
+    s.fire("garbage", "YiRepetition", "09:09",
+           labels={**where, "namespace": "yi", "model_name": "01-ai/Yi-1.5-34B-Chat", "severity": "warning"},
+           expr='sum(rate(vllm:request_success_total{finished_reason="repetition"}[10m])) / sum(rate(vllm:request_success_total[10m])) > 0.05')
+    s.incident("edit", "q0", "q1", "q2")
+    s.incident("ecc", "nan", "garbage")
+    return s.build()
