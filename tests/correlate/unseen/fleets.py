@@ -499,3 +499,32 @@ def threshold_edit_storm_and_ecc_nan() -> Scenario:
     s.incident("edit", "q0", "q1", "q2")
     s.incident("ecc", "nan", "garbage")
     return s.build()
+
+
+@scenario
+def kserve_models_served_from_a_path() -> Scenario:
+    """Two KServe InferenceServices (Knative pods `<isvc>-predictor-00001-deployment-<hash>-<id>`)
+    run vLLM without --served-model-name, so every series says model_name="/mnt/models". At the
+    same time: one isvc's KV pool fills -> OOMKilled -> TTFT; the other's pod preempts -> TPOT."""
+    s = Story("kserve_models_served_from_a_path", __doc__ or "")
+    where = {"cluster": "rhoai-prod", "namespace": "models"}
+    granite = "granite-8b-predictor-00001-deployment-6d5c9f8b7-tq2xz"
+    mistral = "mistral-nemo-12b-predictor-00002-deployment-7f8d6c5b9-jn4kw"
+    s.fire("g_kv", "VLLMKVCacheHigh", "17:00", labels={**where, "pod": granite, "model_name": "/mnt/models",
+           "serving_kserve_io_inferenceservice": "granite-8b", "severity": "warning"}, expr="vllm:kv_cache_usage_perc > 0.9")
+    s.fire("m_preempt", "VLLMPreempting", "17:01", labels={**where, "pod": mistral, "model_name": "/mnt/models",
+           "serving_kserve_io_inferenceservice": "mistral-nemo-12b", "severity": "warning"},
+           expr="rate(vllm:num_preemptions_total[5m]) > 0.2")
+    s.fire("g_oom", "KubeContainerOOMKilled", "17:03",
+           labels=_ksm(where, "models", pod=granite, container="kserve-container", reason="OOMKilled", severity="critical"),
+           expr='kube_pod_container_status_last_terminated_reason{reason="OOMKilled"} == 1')
+    s.fire("m_tpot", "VLLMTPOTHigh", "17:05", labels={**where, "pod": mistral, "model_name": "/mnt/models",
+           "serving_kserve_io_inferenceservice": "mistral-nemo-12b", "severity": "critical"},
+           expr="histogram_quantile(0.99, sum by (le, pod) (rate(vllm:request_time_per_output_token_seconds_bucket[5m]))) > 0.08")
+    s.fire("g_ttft", "VLLMTTFTHigh", "17:07", labels={**where, "model_name": "/mnt/models",
+           "serving_kserve_io_inferenceservice": "granite-8b", "severity": "critical"},
+           expr="histogram_quantile(0.99, sum by (le, serving_kserve_io_inferenceservice, model_name) "
+                "(rate(vllm:time_to_first_token_seconds_bucket[5m]))) > 2")
+    s.incident("g_kv", "g_oom", "g_ttft")
+    s.incident("m_preempt", "m_tpot")
+    return s.build()
