@@ -19,10 +19,15 @@ NODE_KEYS = ("node", "Hostname", "hostname", "kubernetes_node", "node_name", "no
 MODEL_KEYS = ("target_model_name", "model", "model_name", "served_model_name", "model_id", "llm_model", "base_model")
 # Triton's `model` label names the model repository entry, the same in every deployment.
 REPOSITORY_MODELS = frozenset({"ensemble", "tensorrt_llm", "tensorrt_llm_bls", "preprocessing", "postprocessing"})
+# Directories an engine started without --served-model-name reports as its model (KServe's
+# /mnt/models, a Hugging Face cache): they name where weights live, not which model.
+_PATH_WORDS = frozenset({"mnt", "models", "model", "data", "weights", "checkpoints", "snapshots", "hub", "cache", ".cache",
+                         "huggingface", "hf", "root", "home", "opt", "workspace", "tmp", "var", "lib", "pvc", "volume", "storage"})
+_HEXISH = re.compile(r"^[0-9a-f]{12,64}$")
 GPU_INDEX_KEYS = ("gpu", "gpu_index", "minor_number")
 GPU_UUID_KEYS = ("UUID", "uuid", "gpu_uuid")
 DEPLOYMENT_KEYS = ("deployment", "statefulset", "workload", "leaderworkerset", "inferenceservice", "app_kubernetes_io_instance",
-                   "k8s_deployment_name", "k8s_statefulset_name")
+                   "k8s_deployment_name", "k8s_statefulset_name", "serving_kserve_io_inferenceservice")
 # How CD tools name what they changed (Argo CD applications, Helm releases): read only for a scope
 # with no pod, model or route (a change event), where a team-wide `app` label cannot mislead.
 APPLICATION_KEYS = ("application", "argocd_application", "app", "app_kubernetes_io_name", "helm_release", "release")
@@ -145,7 +150,21 @@ def _model(labels: Mapping[str, str]) -> str:
     for key in MODEL_KEYS:
         value = labels.get(key)
         if value and value.strip() and value.strip().lower() not in REPOSITORY_MODELS:
-            return value.strip()
+            value = value.strip()
+            if value.startswith("/") or value.count("/") > 1:
+                value = _model_of_path(value)
+            if value:
+                return value
+    return ""
+
+
+def _model_of_path(path: str) -> str:
+    """'/mnt/models' -> '' and '/models/Llama-3.1-8B' -> 'Llama-3.1-8B'; HF cache 'models--org--name' -> 'name'."""
+    for part in reversed([p for p in path.split("/") if p]):
+        if part.startswith("models--"):
+            return part.rsplit("--", 1)[-1]
+        if part.lower() not in _PATH_WORDS and not _HEXISH.match(part.lower()):
+            return part
     return ""
 
 

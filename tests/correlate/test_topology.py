@@ -47,6 +47,26 @@ def test_model_is_read_from_its_many_labels(key):
     assert scope_of({key: "meta-llama/Llama-3.1-8B"}).model == "Llama-3.1-8B"
 
 
+@pytest.mark.parametrize(
+    "value, model",
+    [("/mnt/models", ""), ("/mnt/models/", ""), ("/models/Llama-3.1-8B-Instruct", "Llama-3.1-8B-Instruct"),
+     ("/root/.cache/huggingface/hub/models--meta-llama--Llama-3.1-8B/snapshots/0e9e39f249a16976918f6564b8830bc894c89659",
+      "Llama-3.1-8B"),
+     ("meta-llama/Llama-3.1-8B", "Llama-3.1-8B")],
+)
+def test_a_model_served_from_a_path_is_named_by_the_path_not_its_directory(value, model):
+    # vLLM without --served-model-name reports the weights' path; KServe mounts every model at /mnt/models
+    assert scope_of({"model_name": value}).model == model
+
+
+def test_kserve_pods_of_two_inferenceservices_with_one_model_path_are_not_siblings():
+    a = scope_of({"model_name": "/mnt/models", "serving_kserve_io_inferenceservice": "granite-8b",
+                  "pod": "granite-8b-predictor-00001-deployment-6d5c9f8b7-tq2xz"})
+    b = scope_of({"model_name": "/mnt/models", "pod": "mistral-nemo-12b-predictor-00002-deployment-7f8d6c5b9-jn4kw"})
+    assert a.deployment == "granite-8b"
+    assert relations(a, b, frozenset(), frozenset(), frozenset(), frozenset()) == {"same_cluster"}
+
+
 def test_a_gateways_target_model_is_the_model_not_its_alias():
     scope = scope_of({"model_name": "qwen25-32b", "target_model_name": "Qwen/Qwen2.5-32B-Instruct"})
     assert scope.model == "Qwen2.5-32B-Instruct"
