@@ -143,6 +143,10 @@ def test_two_models_whose_names_share_a_prefix_are_not_one_model():
     assert "gateway" in _related({"pod": base}, {"pod": "llama-3-8b-6d8f9c7b5-fghjk", "model_name": "x/llama-3-8b"})
 
 
+def test_a_leaderworkersets_leader_and_worker_pods_stay_related():
+    assert "gateway" in _related({"pod": "llama-405b-0"}, {"pod": "llama-405b-0-1"})
+
+
 def test_a_deployment_named_without_the_model_version_meets_the_model():
     assert "gateway" in _related({"deployment": "vllm-llama-405b-fp8"}, {"model_name": "meta-llama/Llama-3.1-405B-Instruct-FP8"})
     assert "gateway" in _related({"deployment": "vllm-llama-3-70b"}, {"model_name": "meta-llama/Llama-3.1-70B-Instruct"})
