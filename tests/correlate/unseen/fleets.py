@@ -528,3 +528,35 @@ def kserve_models_served_from_a_path() -> Scenario:
     s.incident("g_kv", "g_oom", "g_ttft")
     s.incident("m_preempt", "m_tpot")
     return s.build()
+
+
+def _explore(expr: str) -> str:
+    """vmalert's -external.alert.source pointed at Grafana Explore: the query sits in `left=` JSON."""
+    import json
+    from urllib.parse import quote
+
+    left = {"datasource": "VictoriaMetrics", "queries": [{"expr": expr, "refId": "A"}], "range": {"from": "now-1h", "to": "now"}}
+    return "https://grafana.corp.example/explore?orgId=1&left=" + quote(json.dumps(left), safe="")
+
+
+@scenario
+def vmalert_explore_links() -> Scenario:
+    """A VictoriaMetrics shop: vmalert links each alert to Grafana Explore, so the rule's PromQL is
+    JSON inside `left=`; rule names say nothing (`trt-rule-3`). TensorRT-LLM under Triton:
+    fragmentation (a 15-minute average, fires last) -> KV blocks exhausted -> the engine exits
+    with a CUDA OOM and restarts -> the sibling queues."""
+    s = Story("vmalert_explore_links", __doc__ or "")
+    where = {"cluster": "vm-prod-2", "namespace": "trt", "alertgroup": "trtllm.rules"}
+    pod, sibling = "triton-llama-70b-7d8c9b6f5-2kq8d", "triton-llama-70b-7d8c9b6f5-ws7nn"
+    triton = {**where, "model": "tensorrt_llm", "version": "1", "service": "triton-llama-70b"}
+    s.fire("kv", "trt-rule-1", "05:05", labels={**triton, "pod": pod, "severity": "warning"},
+           generator_url=_explore('nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="fraction"} > 0.95'))
+    s.fire("restarts", "trt-rule-7", "05:08", labels={**where, "pod": pod, "container": "triton", "severity": "critical"},
+           generator_url=_explore('kube_pod_container_status_last_terminated_reason{reason="Error"} == 1 and on (pod) '
+                                  'increase(kube_pod_container_status_restarts_total[10m]) > 0'))
+    s.fire("queue", "trt-rule-2", "05:10", labels={**triton, "pod": sibling, "severity": "warning"},
+           generator_url=_explore("nv_inference_pending_request_count > 20"))
+    s.fire("frag", "trt-rule-3", "05:16", labels={**triton, "pod": pod, "severity": "warning"},
+           generator_url=_explore("avg_over_time(llm_kv_cache_fragmentation_ratio[15m]) > 0.25"))
+    s.incident("frag", "kv", "restarts", "queue")
+    return s.build()
