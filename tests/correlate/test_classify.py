@@ -186,6 +186,25 @@ def test_rule_expression_is_url_decoded_from_generator_url():
     assert rule_expressions(url) == "llm_kv_cache_fragmentation_ratio > 0.25"
 
 
+def test_rule_expression_is_read_from_a_grafana_explore_link_as_vmalert_sends_it():
+    import json
+    from dataclasses import replace
+    from urllib.parse import quote
+
+    from correlate.timing import onset_of
+
+    left = {"datasource": "VictoriaMetrics", "queries": [{"expr": 'avg_over_time(llm_kv_cache_fragmentation_ratio{pod="p"}[15m]) > 0.25',
+                                                          "refId": "A"}], "range": {"from": "now-1h", "to": "now"}}
+    url = "https://grafana.example.com/explore?orgId=1&left=" + quote(json.dumps(left))
+    assert rule_expressions(url) == 'avg_over_time(llm_kv_cache_fragmentation_ratio{pod="p"}[15m]) > 0.25'
+    panes = {"a1b": {"datasource": "prom", "queries": [{"refId": "A", "expr": "sglang:token_usage > 0.9"}]}}
+    assert rule_expressions("https://g/explore?schemaVersion=1&panes=" + quote(json.dumps(panes))) == "sglang:token_usage > 0.9"
+    alert = replace(make_alert("trt-rule-3", "05:16"), generator_url=url)
+    assert classify(alert).failure_mode == "kv_fragmentation"
+    assert (alert.starts_at - onset_of(alert)).total_seconds() == 900
+    assert rule_expressions("http://vmalert:8880/vmalert/alert?group_id=1&alert_id=2") == ""
+
+
 def test_an_answer_cached_by_name_is_only_one_the_name_decided():
     # Answers decided by the alert name and explicit labels are cached by those alone (a storm's
     # annotations name each pod); one that read the rule URL or annotations never is.
