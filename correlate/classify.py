@@ -6,6 +6,7 @@ read through synonyms, names are split into words before matching, and the rule 
 """
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass
 from typing import Mapping
@@ -18,6 +19,8 @@ SLO_MARKER = "@slo"
 TEXT_ANNOTATIONS = ("summary", "description", "message", "title", "details")
 _WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+[a-z]*")
 _PERCENTILE = re.compile(r"([A-Z])([pP]\d{2,3})")
+_NAN = re.compile(r"NaN(?=s?(?:[^a-z]|$))")
+_JSON_EXPR = re.compile(r'"expr"\s*:\s*"((?:[^"\\]|\\.)*)"')
 _SEPARATORS = re.compile(r"[\s_\-.:/|,;()\[\]{}=\"'<>!?]+")
 
 
@@ -33,20 +36,38 @@ def name_words(name: str) -> str:
     """'LLMContainerOOMKilled' -> 'llm container oom killed', so patterns read like words."""
     words: list[str] = []
     name = _PERCENTILE.sub(r"\1 \2", name)
+    if "NaN" in name:  # 'NaNDetected' is 'nan detected', not 'na n detected'
+        name = _NAN.sub("Nan", name)
     for chunk in _SEPARATORS.split(name):
         words.extend(w.lower() for w in _WORD.findall(chunk))
     return " ".join(words)
 
 
 def rule_expressions(generator_url: str) -> str:
-    """The PromQL of a Prometheus/Grafana generatorURL (`g0.expr`, URL-decoded); '' if none."""
+    """The PromQL of a generatorURL, URL-decoded; '' if none.
+
+    Prometheus and Mimir/Thanos rulers link `/graph?g0.expr=...`; vmalert is often set to link a
+    Grafana Explore page instead, whose `left=`/`panes=` JSON holds the queries' `"expr"`.
+    """
     if not generator_url or "expr" not in generator_url:
         return ""
     try:
-        query = urlsplit(generator_url).query
-        return "\n".join(v for k, v in parse_qsl(query, keep_blank_values=False) if k.endswith(".expr") or k == "expr")
+        pairs = parse_qsl(urlsplit(generator_url).query, keep_blank_values=False)
     except ValueError:
         return ""
+    found = [v for k, v in pairs if k.endswith(".expr") or k == "expr"]
+    if not found:
+        for _, value in pairs:
+            if '"expr"' in value:
+                found.extend(_json_string(raw) for raw in _JSON_EXPR.findall(value))
+    return "\n".join(found)
+
+
+def _json_string(raw: str) -> str:
+    try:
+        return json.loads(f'"{raw}"')
+    except ValueError:
+        return raw
 
 
 class Classifier:

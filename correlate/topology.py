@@ -14,14 +14,28 @@ from typing import Iterable, Mapping
 POD_KEYS = ("exported_pod", "pod", "kubernetes_pod_name", "pod_name", "k8s_pod_name")
 NAMESPACE_KEYS = ("exported_namespace", "namespace", "kubernetes_namespace", "k8s_namespace_name")
 NODE_KEYS = ("node", "Hostname", "hostname", "kubernetes_node", "node_name", "nodename", "k8s_node_name", "host")
-MODEL_KEYS = ("model", "model_name", "served_model_name", "target_model_name", "model_id", "llm_model", "base_model")
+# target_model_name first: a gateway's `model_name` is the name clients ask for (an alias, an
+# objective), its `target_model_name` the model the engines serve.
+MODEL_KEYS = ("target_model_name", "model", "model_name", "served_model_name", "model_id", "llm_model", "base_model")
+# Triton's `model` label names the model repository entry, the same in every deployment.
+REPOSITORY_MODELS = frozenset({"ensemble", "tensorrt_llm", "tensorrt_llm_bls", "preprocessing", "postprocessing"})
+# Directories an engine started without --served-model-name reports as its model (KServe's
+# /mnt/models, a Hugging Face cache): they name where weights live, not which model.
+_PATH_WORDS = frozenset({"mnt", "models", "model", "data", "weights", "checkpoints", "snapshots", "hub", "cache", ".cache",
+                         "huggingface", "hf", "root", "home", "opt", "workspace", "tmp", "var", "lib", "pvc", "volume", "storage"})
+_HEXISH = re.compile(r"^[0-9a-f]{12,64}$")
 GPU_INDEX_KEYS = ("gpu", "gpu_index", "minor_number")
 GPU_UUID_KEYS = ("UUID", "uuid", "gpu_uuid")
-DEPLOYMENT_KEYS = ("deployment", "statefulset", "workload", "leaderworkerset", "inferenceservice", "app_kubernetes_io_instance")
+DEPLOYMENT_KEYS = ("deployment", "statefulset", "workload", "leaderworkerset", "inferenceservice", "app_kubernetes_io_instance",
+                   "k8s_deployment_name", "k8s_statefulset_name", "serving_kserve_io_inferenceservice")
+# How CD tools name what they changed (Argo CD applications, Helm releases): read only for a scope
+# with no pod, model or route (a change event), where a team-wide `app` label cannot mislead.
+APPLICATION_KEYS = ("application", "argocd_application", "app", "app_kubernetes_io_name", "helm_release", "release")
 ROUTE_KEYS = ("route", "httproute", "service", "destination_service_name", "destination_workload", "envoy_cluster_name",
               "backend", "upstream", "inference_pool", "inferencepool", "pool", "server", "target")
-CLUSTER_KEYS = ("cluster", "k8s_cluster", "cluster_name", "kubernetes_cluster", "cluster_id")
+CLUSTER_KEYS = ("cluster", "k8s_cluster", "cluster_name", "kubernetes_cluster", "cluster_id", "k8s_cluster_name")
 EXPORTER_POD = re.compile(r"(dcgm|exporter|kube-state-metrics|prometheus|node-exporter|cadvisor|otel|collector|vmagent|grafana-agent|alloy)", re.I)
+_ROUTE_KINDS = frozenset({"httproute", "grpcroute", "tlsroute", "tcproute", "udproute"})
 _SIZE_TOKEN = re.compile(r"^(\d+x)?\d+(\.\d+)?[bmk]$")
 _K8S_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _DEPLOYMENT_POD = re.compile(rf"^(?P<name>.+)-(?:(?=[a-z0-9]*\d)[a-z0-9]{{6,10}}|[{_K8S_ALPHABET}]{{6,10}})-[a-z0-9]{{5}}$")
@@ -82,9 +96,12 @@ def gateway_key(name: str) -> str:
     if "|" in text:
         parts = [p for p in text.split("|") if p]
         text = parts[-1].split(".")[0] if parts else text
-    elif "/" in text and not text.startswith("http"):
+    elif "/" in text and "://" not in text:
         pieces = [p for p in text.split("/") if p and not p.isdigit()]
-        text = pieces[-1] if len(pieces) < 3 else pieces[1]
+        if len(pieces) >= 3 and pieces[0] in _ROUTE_KINDS:  # Envoy Gateway: httproute/<ns>/<route>/rule/<n>
+            text = pieces[2]
+        else:
+            text = pieces[-1] if len(pieces) < 3 else pieces[1]
     text = re.sub(r"^https?://", "", text).split(":")[0]
     if "." in text and re.search(r"\.(svc|cluster|local)\b", text):
         text = text.split(".")[0]
@@ -100,7 +117,10 @@ def gateway_stems(key: str) -> frozenset[str]:
     model name and the engine's deployment meet on their common stem; a stem must end in a
     size token (8b, 72b, 8x7b), so 'llama-3' alone never joins an 8B and a 70B model. A second
     stem keeps only the family word and the numbered words up to the size
-    ('deepseek~r1~32b' for both 'deepseek-r1-distill-qwen-32b' and 'deepseek-r1-qwen-32b').
+    ('deepseek~r1~32b' for both 'deepseek-r1-distill-qwen-32b' and 'deepseek-r1-qwen-32b'), and
+    a third the family and size alone ('llama~405b' of 'llama-3-1-405b-instruct'), for a
+    deployment named without the model's version ('vllm-llama-405b'); `relations` accepts that
+    one only where the versions do not disagree (see `_versions_agree`).
     """
     if not key:
         return frozenset()
@@ -112,6 +132,8 @@ def gateway_stems(key: str) -> frozenset[str]:
                 stems.add("-".join(tokens[:size]))
             numbered = [t for t in tokens[1:size] if any(ch.isdigit() for ch in t)]
             stems.add("~".join([tokens[0], *numbered]))
+            if len(numbered) > 1:
+                stems.add(f"{tokens[0]}~{tokens[size - 1]}")
             break
     return frozenset(stems)
 
@@ -120,6 +142,37 @@ def _first(labels: Mapping[str, str], keys: Iterable[str]) -> str:
     for key in keys:
         value = labels.get(key)
         if value:
+            return value.strip()
+    return ""
+
+
+def _model(labels: Mapping[str, str]) -> str:
+    for key in MODEL_KEYS:
+        value = labels.get(key)
+        if value and value.strip() and value.strip().lower() not in REPOSITORY_MODELS:
+            value = value.strip()
+            if value.startswith("/") or value.count("/") > 1:
+                value = _model_of_path(value)
+            if value:
+                return value
+    return ""
+
+
+def _model_of_path(path: str) -> str:
+    """'/mnt/models' -> '' and '/models/Llama-3.1-8B' -> 'Llama-3.1-8B'; HF cache 'models--org--name' -> 'name'."""
+    for part in reversed([p for p in path.split("/") if p]):
+        if part.startswith("models--"):
+            return part.rsplit("--", 1)[-1]
+        if part.lower() not in _PATH_WORDS and not _HEXISH.match(part.lower()):
+            return part
+    return ""
+
+
+def _route(labels: Mapping[str, str]) -> str:
+    """The route or service an alert names, unless it is the exporter's own (kube-state-metrics, dcgm)."""
+    for key in ROUTE_KEYS:
+        value = labels.get(key)
+        if value and value.strip() and not EXPORTER_POD.search(value):
             return value.strip()
     return ""
 
@@ -160,10 +213,12 @@ def scope_of(labels: Mapping[str, str]) -> Scope:
     node = _first(labels, NODE_KEYS) or _node_from_instance(labels)
     gpus = _gpus(labels, node)
     deployment = _first(labels, DEPLOYMENT_KEYS) or (deployment_of_pod(pod) if pod else "")
-    model = _first(labels, MODEL_KEYS)
+    model = _model(labels)
     if "/" in model and not model.startswith("/"):
         model = model.rsplit("/", 1)[-1]
-    route = _first(labels, ROUTE_KEYS)
+    route = _route(labels)
+    if not (deployment or pod or model or route):
+        deployment = _first(labels, APPLICATION_KEYS)
     keys: set[str] = set()
     for value in (deployment, model, route):
         if value:
@@ -297,9 +352,57 @@ def relations(a: Scope, b: Scope, a_nodes: frozenset[str], b_nodes: frozenset[st
         found.update(("same_deployment", "sibling"))
     if a.model and a.model == b.model:
         found.update(("same_model", "sibling"))
-    if a.gateway_keys and not a.gateway_keys.isdisjoint(b.gateway_keys):
-        found.add("gateway")
+    if a.gateway_keys and not a.gateway_keys.isdisjoint(b.gateway_keys) and not _other_models(a, b):
+        common = a.gateway_keys & b.gateway_keys
+        if any(k.count("~") != 1 for k in common) or _versions_agree(a, b):
+            found.add("gateway")
     return frozenset(found)
+
+
+@lru_cache(maxsize=65536)
+def _family_version_size(key: str) -> tuple[str, tuple[str, ...], str] | None:
+    """'llama-3-1-405b-instruct' -> ('llama', ('3', '1'), '405b'); None without a size word."""
+    tokens = key.split("-")
+    for i, token in enumerate(tokens[1:], start=1):
+        if _SIZE_TOKEN.match(token):
+            return tokens[0], tuple(t for t in tokens[1:i] if any(ch.isdigit() for ch in t)), token
+    return None
+
+
+def _versions_agree(a: Scope, b: Scope) -> bool:
+    """Whether two scopes met on family and size name one model version: 'llama-405b' (no version)
+    agrees with 'llama-3-1-405b', and 'llama-3-70b' with 'llama-3-1-70b'; 'llama-2-70b' and
+    'llama-3-70b' are two models."""
+    mine = [_family_version_size(gateway_key(v)) for v in (a.deployment, a.model, a.route) if v]
+    theirs = [_family_version_size(gateway_key(v)) for v in (b.deployment, b.model, b.route) if v]
+    for x in mine:
+        for y in theirs:
+            if x and y and x[0] == y[0] and x[2] == y[2]:
+                short, long = sorted((x[1], y[1]), key=len)
+                if long[:len(short)] == short:
+                    return True
+    return False
+
+
+def _other_models(a: Scope, b: Scope) -> bool:
+    """Whether two scopes that meet only on a shared stem name two different models.
+
+    A stem joins a deployment named after its model plus a purpose ('qwen2-5-72b-summarize') to
+    the model's name, but two model names ('Meta-Llama-3-8B', 'Meta-Llama-3-8B-Instruct'), or
+    the pods of two deployments ('llama-3-8b', 'llama-3-8b-instruct'), that differ are two models
+    (unless they differ by a number only, as a LeaderWorkerSet's leader and worker pods do).
+    """
+    names_a = {gateway_key(v) for v in (a.deployment, a.model, a.route) if v}
+    names_b = {gateway_key(v) for v in (b.deployment, b.model, b.route) if v}
+    if not names_a.isdisjoint(names_b):
+        return False
+    if a.model and b.model:
+        return True
+    if not (a.pod and b.pod and a.deployment and b.deployment):
+        return False
+    # a LeaderWorkerSet's leader 'llama-405b-0' and worker 'llama-405b-0-1' are one workload
+    short, long = sorted((gateway_key(a.deployment), gateway_key(b.deployment)), key=len)
+    return not (long.startswith(short + "-") and long[len(short) + 1:].replace("-", "").isdigit())
 
 
 def in_change_scope(change: Scope, other: Scope, other_nodes: frozenset[str], relation: frozenset[str]) -> bool:

@@ -34,6 +34,19 @@ def test_explicit_layer_label_is_read_through_synonyms(value, layer):
     assert result.failure_mode == "kv_fragmentation"
 
 
+@pytest.mark.parametrize(
+    "labels, layer, mode",
+    [({"layer": "inference"}, "engine", "other"), ({"layer": "Model-Server"}, "engine", "other"),
+     ({"layer": "Infrastructure"}, "platform", "other"), ({"layer": "ingress"}, "serving", "other"),
+     ({"failure_mode": "memory"}, "platform", "oom"), ({"failure_mode": "NaN/Inf"}, "engine", "numeric"),
+     ({"failure_mode": "hardware"}, "hardware", "gpu_error"), ({"failure_mode": "ghost-requests"}, "serving", "timeout"),
+     ({"failure_mode": "saturation"}, "engine", "queueing")],
+)
+def test_teams_own_words_for_layers_and_modes(labels, layer, mode):
+    result = classify(make_alert("SomethingVague", "01:00", **labels))
+    assert (result.layer, result.failure_mode) == (layer, mode)
+
+
 @pytest.mark.parametrize("value", ["unknown", "none", "other", "", "None"])
 def test_labels_that_say_nothing_defer_to_the_catalog(value):
     alert = make_alert("LLMContainerOOMKilled", "01:00", failure_mode=value, layer=value)
@@ -95,6 +108,19 @@ def test_slo_label_lets_the_name_decide_which_slo(name, mode):
         ("SpeculativeDecodingAcceptanceDrop", "spec_decode", "engine"),
         ("LLMGateway5xxRate", "error_rate", "serving"),
         ("EnvoyUpstreamErrorRateHigh", "error_rate", "serving"),
+        # kube-prometheus, awesome-prometheus-alerts and teams' own names that were unknown/other
+        ("KubeDeploymentRolloutStuck", "restart", "platform"),
+        ("KubeStatefulSetGenerationMismatch", "restart", "platform"),
+        ("KubernetesPodNotHealthy", "restart", "platform"),
+        ("InferencePoolNoReadyPods", "restart", "platform"),
+        ("InferencePoolReadyEndpointsLow", "restart", "platform"),
+        ("NodeMemoryHighUtilization", "oom", "platform"),
+        ("NodeHasMemoryPressure", "oom", "platform"),
+        ("DCGMGpuFellOffBus", "gpu_error", "hardware"),
+        ("GpuHighTemperature", "gpu_error", "hardware"),
+        ("DecodeSpeedLow", "slo_tpot", "serving"),
+        ("NaNDetected", "numeric", "engine"),
+        ("SGLangBusyNotFinishing", "timeout", "serving"),
     ],
 )
 def test_real_alert_names_are_recognised(name, mode, layer):
@@ -114,6 +140,17 @@ def test_real_alert_names_are_recognised(name, mode, layer):
         ('kube_pod_container_status_waiting_reason{reason="CrashLoopBackOff"} == 1', "restart"),
         ("histogram_quantile(0.99, sum by(le)(rate(vllm:time_to_first_token_seconds_bucket[5m]))) > 2", "slo_ttft"),
         ("up{job=\"vllm\"} == 0", "target_down"),
+        ("kube_statefulset_status_replicas_ready != kube_statefulset_status_replicas", "restart"),
+        ('kube_node_status_condition{condition="Ready",status="true"} == 0', "restart"),
+        ('kube_pod_container_status_last_terminated_reason{reason="OOMKilled"} == 1', "oom"),
+        ("sglang:token_usage > 0.92", "oom"),
+        ('nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="fraction"} > 0.9', "oom"),
+        ('nv_trt_llm_inflight_batcher_metrics{inflight_batcher_specific_metric="paused_requests"} > 0', "preemption"),
+        # running with no completions is ghost work (F3), not a queue
+        ("sum by (pod) (vllm:num_requests_running) > 0 and on (pod) sum by (pod) (increase(vllm:request_success_total[10m])) == 0",
+         "timeout"),
+        ("sglang:num_running_reqs > 0 and rate(sglang:num_requests_total[10m]) == 0", "timeout"),
+        ("sum by (pod) (vllm:num_requests_running) > 64", "queueing"),
     ],
 )
 def test_vague_names_fall_back_to_the_rule_expression(expr, mode):
@@ -138,12 +175,34 @@ def test_change_events_and_marked_alerts_are_process_change():
 
 def test_name_words_split_camel_case_and_separators():
     assert name_words("LLMContainerOOMKilled") == "llm container oom killed"
+    assert name_words("NaNDetected") == "nan detected"
+    assert name_words("LLMNaNLogitsDetected") == "llm nan logits detected"
+    assert name_words("NaNs") == "nans"
     assert name_words("vllm:kv_cache-usage") == "vllm kv cache usage"
 
 
 def test_rule_expression_is_url_decoded_from_generator_url():
     url = "http://p:9090/graph?g0.expr=llm_kv_cache_fragmentation_ratio+%3E+0.25&g0.tab=1"
     assert rule_expressions(url) == "llm_kv_cache_fragmentation_ratio > 0.25"
+
+
+def test_rule_expression_is_read_from_a_grafana_explore_link_as_vmalert_sends_it():
+    import json
+    from dataclasses import replace
+    from urllib.parse import quote
+
+    from correlate.timing import onset_of
+
+    left = {"datasource": "VictoriaMetrics", "queries": [{"expr": 'avg_over_time(llm_kv_cache_fragmentation_ratio{pod="p"}[15m]) > 0.25',
+                                                          "refId": "A"}], "range": {"from": "now-1h", "to": "now"}}
+    url = "https://grafana.example.com/explore?orgId=1&left=" + quote(json.dumps(left))
+    assert rule_expressions(url) == 'avg_over_time(llm_kv_cache_fragmentation_ratio{pod="p"}[15m]) > 0.25'
+    panes = {"a1b": {"datasource": "prom", "queries": [{"refId": "A", "expr": "sglang:token_usage > 0.9"}]}}
+    assert rule_expressions("https://g/explore?schemaVersion=1&panes=" + quote(json.dumps(panes))) == "sglang:token_usage > 0.9"
+    alert = replace(make_alert("trt-rule-3", "05:16"), generator_url=url)
+    assert classify(alert).failure_mode == "kv_fragmentation"
+    assert (alert.starts_at - onset_of(alert)).total_seconds() == 900
+    assert rule_expressions("http://vmalert:8880/vmalert/alert?group_id=1&alert_id=2") == ""
 
 
 def test_an_answer_cached_by_name_is_only_one_the_name_decided():

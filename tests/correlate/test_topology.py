@@ -47,9 +47,111 @@ def test_model_is_read_from_its_many_labels(key):
     assert scope_of({key: "meta-llama/Llama-3.1-8B"}).model == "Llama-3.1-8B"
 
 
+@pytest.mark.parametrize(
+    "value, model",
+    [("/mnt/models", ""), ("/mnt/models/", ""), ("/models/Llama-3.1-8B-Instruct", "Llama-3.1-8B-Instruct"),
+     ("/root/.cache/huggingface/hub/models--meta-llama--Llama-3.1-8B/snapshots/0e9e39f249a16976918f6564b8830bc894c89659",
+      "Llama-3.1-8B"),
+     ("meta-llama/Llama-3.1-8B", "Llama-3.1-8B")],
+)
+def test_a_model_served_from_a_path_is_named_by_the_path_not_its_directory(value, model):
+    # vLLM without --served-model-name reports the weights' path; KServe mounts every model at /mnt/models
+    assert scope_of({"model_name": value}).model == model
+
+
+def test_kserve_pods_of_two_inferenceservices_with_one_model_path_are_not_siblings():
+    a = scope_of({"model_name": "/mnt/models", "serving_kserve_io_inferenceservice": "granite-8b",
+                  "pod": "granite-8b-predictor-00001-deployment-6d5c9f8b7-tq2xz"})
+    b = scope_of({"model_name": "/mnt/models", "pod": "mistral-nemo-12b-predictor-00002-deployment-7f8d6c5b9-jn4kw"})
+    assert a.deployment == "granite-8b"
+    assert relations(a, b, frozenset(), frozenset(), frozenset(), frozenset()) == {"same_cluster"}
+
+
+def test_a_gateways_target_model_is_the_model_not_its_alias():
+    scope = scope_of({"model_name": "qwen25-32b", "target_model_name": "Qwen/Qwen2.5-32B-Instruct"})
+    assert scope.model == "Qwen2.5-32B-Instruct"
+
+
+@pytest.mark.parametrize("name", ["ensemble", "tensorrt_llm", "tensorrt_llm_bls", "preprocessing", "postprocessing"])
+def test_tritons_repository_model_names_are_not_models(name):
+    # The same in every Triton deployment: taken as a model they made unrelated deployments siblings.
+    assert scope_of({"model": name, "version": "1"}).model == ""
+    assert scope_of({"model": name, "model_name": "mixtral-8x7b"}).model == "mixtral-8x7b"
+    a = scope_of({"model": name, "pod": "triton-mixtral-8x7b-5f6d7c8b9-p9m3z"})
+    b = scope_of({"model": name, "pod": "triton-llama3-8b-7b6c5d4f8-zz9rk"})
+    assert "sibling" not in relations(a, b, frozenset(), frozenset(), frozenset(), frozenset())
+
+
+@pytest.mark.parametrize("service", ["prometheus-kube-state-metrics", "nvidia-dcgm-exporter", "kube-prometheus-stack-kubelet",
+                                     "node-exporter"])
+def test_an_exporters_own_service_is_not_a_route(service):
+    # Every kube-state-metrics or DCGM alert of a cluster carries it: as a route it related them all.
+    ksm = scope_of({"namespace": "llm", "pod": "vllm-a-6c5d8f7b9c-abcde", "service": service, "job": "kube-state-metrics"})
+    assert ksm.route == "" and ksm.gateway_keys == frozenset({"a"})
+    gpu_a = scope_of({"Hostname": "n1", "gpu": "0", "service": service, "pod": "nvidia-dcgm-exporter-7xk2p"})
+    gpu_b = scope_of({"Hostname": "n2", "gpu": "1", "service": service, "pod": "nvidia-dcgm-exporter-m4q8z"})
+    assert relations(gpu_a, gpu_b, frozenset({"n1"}), frozenset({"n2"}), gpu_a.gpus, gpu_b.gpus) == {"same_cluster"}
+
+
+def test_a_change_names_its_workload_as_cd_tools_do():
+    assert scope_of({"namespace": "chat", "application": "embed-bge-m3"}).deployment == "embed-bge-m3"
+    assert scope_of({"namespace": "chat", "release": "sglang-llama-8b"}).deployment == "sglang-llama-8b"
+    # only where nothing else names the workload: a team-wide `app` label on engine alerts is not one
+    assert scope_of({"pod": "sglang-llama-8b-0", "app": "sglang"}).deployment == "sglang-llama-8b"
+    assert scope_of({"model_name": "x/llama-8b", "app": "vllm"}).deployment == ""
+
+
+def test_opentelemetry_kubernetes_attribute_labels():
+    scope = scope_of({"k8s_cluster_name": "prod-sg", "k8s_namespace_name": "mixtral", "k8s_deployment_name": "sglang-mixtral",
+                      "k8s_pod_name": "sglang-mixtral-6c9d7f5b8-ppq4m", "k8s_node_name": "h200-sg-02"})
+    assert (scope.cluster, scope.namespace, scope.deployment, scope.node) == ("prod-sg", "mixtral", "sglang-mixtral", "h200-sg-02")
+    assert scope_of({"k8s_statefulset_name": "llama-70b"}).deployment == "llama-70b"
+
+
 def test_gateway_route_and_engine_deployment_meet_on_the_model_name():
     assert gateway_key("vllm-llama-8b") == gateway_key("llama-8b-route") == "llama-8b"
     assert gateway_key("outbound|8000||llama-8b.llm.svc.cluster.local") == "llama-8b"
+
+
+@pytest.mark.parametrize(
+    "name, key",
+    [("httproute/llm/mistral-7b/rule/0", "mistral-7b"), ("grpcroute/llm/llama-8b-route/rule/1", "llama-8b"),
+     ("llm/llama-70b/8000", "llama-70b"), ("http://llama-8b.llm.svc:8000/v1", "llama-8b")],
+)
+def test_gateway_key_reads_envoy_gateway_route_names(name, key):
+    # Envoy Gateway names clusters httproute/<namespace>/<route>/rule/<n>; a name that starts with
+    # 'http' is not a URL for that.
+    assert gateway_key(name) == key
+
+
+def _related(a, b):
+    sa, sb = scope_of(a), scope_of(b)
+    return relations(sa, sb, frozenset(), frozenset(), frozenset(), frozenset())
+
+
+def test_two_models_whose_names_share_a_prefix_are_not_one_model():
+    base, instruct = "llama-3-8b-6d8f9c7b5-abcde", "llama-3-8b-instruct-7c9d8f6b4-mnpqr"
+    assert "gateway" not in _related({"pod": base}, {"pod": instruct})
+    assert "gateway" not in _related({"model_name": "meta-llama/Meta-Llama-3-8B"},
+                                     {"model_name": "meta-llama/Meta-Llama-3-8B-Instruct"})
+    assert "gateway" not in _related({"model_name": "meta-llama/Meta-Llama-3-8B"},
+                                     {"pod": instruct, "model_name": "meta-llama/Meta-Llama-3-8B-Instruct"})
+    # a deployment named after its model plus a purpose still meets the model, and a route on
+    # the common stem still reaches both deployments (it may serve either)
+    assert "gateway" in _related({"deployment": "qwen2-5-72b-summarize"}, {"model_name": "Qwen/Qwen2.5-72B-Instruct"})
+    assert "gateway" in _related({"route": "llama-3-8b"}, {"pod": instruct})
+    assert "gateway" in _related({"pod": base}, {"pod": "llama-3-8b-6d8f9c7b5-fghjk", "model_name": "x/llama-3-8b"})
+
+
+def test_a_leaderworkersets_leader_and_worker_pods_stay_related():
+    assert "gateway" in _related({"pod": "llama-405b-0"}, {"pod": "llama-405b-0-1"})
+
+
+def test_a_deployment_named_without_the_model_version_meets_the_model():
+    assert "gateway" in _related({"deployment": "vllm-llama-405b-fp8"}, {"model_name": "meta-llama/Llama-3.1-405B-Instruct-FP8"})
+    assert "gateway" in _related({"deployment": "vllm-llama-3-70b"}, {"model_name": "meta-llama/Llama-3.1-70B-Instruct"})
+    assert "gateway" not in _related({"deployment": "vllm-llama-2-70b"}, {"model_name": "meta-llama/Llama-3-70B-Instruct"})
+    assert "gateway" not in _related({"deployment": "vllm-llama-405b"}, {"model_name": "meta-llama/Llama-3.1-70B-Instruct"})
 
 
 def test_relations_between_siblings_pods_and_nodes():
