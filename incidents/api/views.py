@@ -1,14 +1,17 @@
 from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.views import SpectacularAPIView
 from rest_framework import generics
 from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from incidents import selectors
 from incidents.actions import INCIDENT_ACTIONS, ActionError, incident_act
+from incidents.api.errors import ApiErrors, api_exception_handler
 from incidents.api.serializers import AlertSerializer, IncidentDetailSerializer, IncidentSerializer
 from incidents.models import Alert, Incident
 
@@ -21,10 +24,11 @@ from incidents.models import Alert, Incident
         OpenApiParameter("page_size", OpenApiTypes.INT, description="up to 500"),
     ]
 )
-class AlertList(generics.ListAPIView):
+class AlertList(ApiErrors, generics.ListAPIView):
     """What arrived, stored and deduplicated: one row per alert occurrence, newest first."""
 
     serializer_class = AlertSerializer
+    query_params = frozenset({"status", "fingerprint", "label", "page", "page_size"})
 
     def get_queryset(self) -> QuerySet[Alert]:
         params = self.request.query_params
@@ -48,10 +52,11 @@ class AlertList(generics.ListAPIView):
     OpenApiParameter("status", OpenApiTypes.STR, enum=["open", "resolved", "all"], description="default open: everything not resolved"),
     OpenApiParameter("page_size", OpenApiTypes.INT, description="up to 500"),
 ])
-class IncidentList(generics.ListAPIView):
+class IncidentList(ApiErrors, generics.ListAPIView):
     """Incidents, newest first, each with its root cause and its chain (cause before effect)."""
 
     serializer_class = IncidentSerializer
+    query_params = frozenset({"status", "page", "page_size"})
 
     def get_queryset(self):
         status = self.request.query_params.get("status", "open")
@@ -78,7 +83,7 @@ def incident_payload(request: Request, incident_id: int) -> dict:
     return IncidentDetailSerializer(incident, context=context).data
 
 
-class IncidentDetail(APIView):
+class IncidentDetail(ApiErrors, APIView):
     """One incident with its alerts, edges, ranked root candidates and durations."""
 
     @extend_schema(responses=IncidentDetailSerializer)
@@ -86,7 +91,7 @@ class IncidentDetail(APIView):
         return Response(incident_payload(request, incident_id))
 
 
-class IncidentActions(APIView):
+class IncidentActions(ApiErrors, APIView):
     """Act on an incident: {"action": ..., "at"?: RFC 3339, ...}; every action is recorded with who and when."""
 
     @extend_schema(
@@ -104,3 +109,13 @@ class IncidentActions(APIView):
         if outcome.split:
             return Response({"incidents": [incident_payload(request, item.pk) for item in outcome.incidents]}, status=outcome.status)
         return Response(incident_payload(request, outcome.incidents[0].pk), status=outcome.status)
+
+
+class SchemaView(SpectacularAPIView):
+    """The OpenAPI document, behind the same sign-in as the API it describes (drf-spectacular
+    serves it to anyone by default)."""
+
+    permission_classes = [IsAuthenticated]
+
+    def get_exception_handler(self):
+        return api_exception_handler
