@@ -12,14 +12,16 @@ from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
+from django.db import IntegrityError, transaction
 from django.db.models import Q
 from django.utils import timezone
 
 from incidents.correlation import correlation_run
+from incidents.correlation.run import lock_key
 from incidents.evidence.collect import evidence_enqueue
 from incidents.ingest.common import FieldError, parse_time
-from incidents.models import Alert, Decision, Incident, IncidentAction
+from incidents.models import Alert, Decision, Incident, IncidentAction, IncidentEdge, RootCandidate
+from incidents.replay import ReplayError, action_body_for, actor_for
 from incidents.services.integrations import ROLES
 
 ROLE_RANK = {role: rank for rank, role in enumerate(ROLES)}  # viewer < responder < author < admin
@@ -27,7 +29,16 @@ INCIDENT_ACTIONS = (
     "acknowledge", "assign", "note", "severity", "resolve", "reopen", "mitigate", "merge", "split",
     "exclude_alert", "false_positive", "degrade", "refresh_evidence",
 )
+# The fields each action takes besides `action` and `at`: anything else is a 400 naming it (a
+# misspelt `at` would otherwise silently date the action now).
+ACTION_FIELDS = {
+    "acknowledge": (), "assign": ("username",), "note": ("text",), "severity": ("level",), "resolve": (), "reopen": (),
+    "mitigate": (), "merge": ("into",), "split": ("alert_ids",), "exclude_alert": ("alert_id",),
+    "false_positive": ("alert_id",), "degrade": ("level",), "refresh_evidence": (),
+}
+GROUPING = frozenset({"merge", "split", "exclude_alert", "false_positive"})
 MAX_NOTE = 20_000
+MAX_USERNAME = 150
 
 
 class ActionError(Exception):
@@ -67,14 +78,25 @@ def incident_act(*, incident: Incident, user: AbstractBaseUser, body: Any, repla
     action = body.get("action")
     if action not in INCIDENT_ACTIONS:
         raise ActionError(400, f"action: expected one of {', '.join(INCIDENT_ACTIONS)}, got {str(action)[:40]!r}")
+    unknown = sorted(name if name.isprintable() and len(name) <= 40 else repr(name[:40])
+                     for name in map(str, body) if name not in ("action", "at", *ACTION_FIELDS[action]))
+    if unknown:
+        takes = ", ".join(("at", *ACTION_FIELDS[action]))
+        raise ActionError(400, f"{unknown[0]}: not a field of {action}, which takes {takes}")
     at = action_time(body)
     if replay_key and IncidentAction.objects.filter(replay_key=replay_key).exists():
         return Outcome(200, [incident])
-    if incident.merged_into_id and action != "note":
-        raise ActionError(409, f"incident {incident.pk} was merged into {incident.merged_into_id}; act on that one")
     handler = HANDLERS[action]
     with transaction.atomic():
-        incident = Incident.objects.select_for_update().get(pk=incident.pk)
+        if action in GROUPING:
+            # The key's lock before the incident's row, in the order a correlation run takes them
+            # (it holds the key while it writes incidents): the other order deadlocks with a worker.
+            lock_key(incident.correlation_key)
+        incident = Incident.objects.select_for_update().filter(pk=incident.pk).first()
+        if incident is None:
+            raise ActionError(404, "the incident is gone (emptied by a correlation run meanwhile)")
+        if incident.merged_into_id and action != "note":
+            raise ActionError(409, f"incident {incident.pk} was merged into {incident.merged_into_id}; act on that one")
         return handler(incident=incident, user=user, body=body, at=at, replay_key=replay_key)
 
 
@@ -91,7 +113,7 @@ def action_time(body: dict) -> datetime:
 
 
 def record(incident: Incident, user, action: str, at: datetime, body: dict, replay_key: str | None, alert: Alert | None = None) -> IncidentAction:
-    stored = {key: value for key, value in body.items() if key not in ("action", "at")}
+    stored = {key: value for key, value in body.items() if key in ACTION_FIELDS.get(action, ())}
     return IncidentAction.objects.create(
         incident=incident, action=action, by=user if user.pk else None, at=at, body=stored, alert=alert, replay_key=replay_key
     )
@@ -160,6 +182,8 @@ def assign(*, incident, user, body, at, replay_key) -> Outcome:
     username = body.get("username")
     if not isinstance(username, str) or not username:
         raise ActionError(400, "username: expected the username of the assignee")
+    if len(username) > MAX_USERNAME or "\x00" in username:
+        raise ActionError(400, f"username: no user {username[:60]!r} (at most {MAX_USERNAME} characters, without NUL)")
     assignee = get_user_model().objects.filter(username=username).first()
     if assignee is None:
         raise ActionError(400, f"username: no user {username[:150]!r}")
@@ -230,7 +254,23 @@ def exclude_alert(*, incident, user, body, at, replay_key) -> Outcome:
     action = record(incident, user, "exclude_alert", at, body, replay_key, alert)
     decide(incident, user, Decision.Kind.EXCLUDE, [alert], at, action)
     correlation_run(key=incident.correlation_key)
-    return Outcome(200, [refreshed(incident)])
+    incident = refreshed(incident)
+    if not incident.alerts.exists():
+        emptied(incident, at)
+    return Outcome(200, [incident])
+
+
+def emptied(incident: Incident, at: datetime) -> None:
+    """Its last alert excluded, an incident is kept for its actions, but no correlation run will
+    touch it again (runs rewrite incidents that hold alerts): its root, chain, edges and candidates
+    named the excluded alert and go, and if it was still open it is resolved by that decision."""
+    IncidentEdge.objects.filter(incident=incident).delete()
+    RootCandidate.objects.filter(incident=incident).delete()
+    values: dict[str, Any] = {"root_alert": None, "root_confidence": None, "root_explanation": "", "chain": [], "layers": [],
+                              "failure_modes": [], "ranking_held": False}
+    if incident.resolved_at is None:
+        values.update(resolved_at=at, resolved_by_human=True)
+    save(incident, **values)
 
 
 def false_positive(*, incident, user, body, at, replay_key) -> Outcome:
@@ -246,15 +286,16 @@ def merge(*, incident, user, body, at, replay_key) -> Outcome:
     into_id = body.get("into")
     if not isinstance(into_id, int) or isinstance(into_id, bool):
         raise ActionError(400, "into: expected the id of the incident to merge into")
-    target = Incident.objects.select_for_update().filter(pk=into_id).first()
+    target = Incident.objects.filter(pk=into_id).first()
     if target is None:
         raise ActionError(400, f"into: no incident {into_id}")
     if target.pk == incident.pk:
         raise ActionError(409, "into: an incident cannot be merged into itself")
-    if target.merged_into_id:
-        raise ActionError(409, f"into: incident {target.pk} was itself merged into {target.merged_into_id}")
     if target.correlation_key != incident.correlation_key:
         raise ActionError(409, f"into: incident {target.pk} is in cluster {target.correlation_key!r}, this one in {incident.correlation_key!r}")
+    target = Incident.objects.select_for_update().get(pk=target.pk)  # locked only once known to share this key's lock
+    if target.merged_into_id:
+        raise ActionError(409, f"into: incident {target.pk} was itself merged into {target.merged_into_id}")
     alerts = list(Alert.objects.filter(incident__in=[incident, target]))
     action = record(incident, user, "merge", at, body, replay_key)
     decide(incident, user, Decision.Kind.MERGE, alerts, at, action)
@@ -292,3 +333,33 @@ HANDLERS = {
 
 def replay_key_of(line: dict) -> str:
     return hashlib.sha256(json.dumps(line, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+# A simulated file also names each occurrence by its start (docs/simulator.md); the contract's
+# lines name it by fingerprint, firing at `at`, which is what `action_body_for` reads.
+OCCURRENCE_STARTS = ("starts_at", "starts_ats", "into_starts_at")
+
+
+def action_line_apply(*, line: Any) -> str:
+    """One line of an actions file (`import_actions`, `demo`), applied as its user `by` at its `at`
+    through `incident_act`, as the endpoint applies a body: "applied", or "already" when an import
+    applied this very line before. That is checked first: the line may itself have moved its
+    alert (an exclude), so that its alert names no incident any more. Raises ReplayError or
+    ActionError for a line that cannot be applied."""
+    if not isinstance(line, dict):
+        raise ReplayError("expected an object with 'action', 'at', 'by'")
+    for field in ("by", "username"):
+        if isinstance(line.get(field), str) and "\x00" in line[field]:
+            raise ReplayError(f"{field}: contains a NUL byte")
+    key = replay_key_of(line)
+    if IncidentAction.objects.filter(replay_key=key).exists():
+        return "already"
+    incident, body = action_body_for(line)
+    body = {name: value for name, value in body.items() if name not in OCCURRENCE_STARTS}
+    try:
+        incident_act(incident=incident, user=actor_for(line), body=body, replay_key=key)
+    except IntegrityError:  # another import applied the same line at the same moment
+        if IncidentAction.objects.filter(replay_key=key).exists():
+            return "already"
+        raise
+    return "applied"

@@ -40,13 +40,16 @@ class IncidentSerializer(serializers.ModelSerializer):
     root_cause = serializers.SerializerMethodField()
     chain = serializers.SerializerMethodField()
     assignee = serializers.CharField(source="assignee.username", default=None, read_only=True)
+    merged_into = serializers.IntegerField(
+        source="merged_into_id", allow_null=True, read_only=True,
+        help_text="the incident this one was merged into (its alerts and actions go on there); null if not merged")
 
     class Meta:
         model = Incident
         fields = [
             "id", "title", "status", "severity", "started_at", "acknowledged_at", "mitigated_at", "resolved_at",
             "alert_count", "failure_modes", "layers", "scope", "root_cause", "chain", "assignee", "degradation",
-            "ranking_held",
+            "ranking_held", "merged_into",
         ]
 
     def get_root_cause(self, incident: Incident) -> RootCauseSerializer | None:
