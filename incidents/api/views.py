@@ -1,6 +1,6 @@
 from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework import generics
 from rest_framework.exceptions import NotFound, ValidationError
@@ -10,9 +10,11 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from incidents import selectors
-from incidents.actions import INCIDENT_ACTIONS, ActionError, incident_act
+from incidents.actions import ActionError, incident_act
 from incidents.api.errors import ApiErrors, api_exception_handler
-from incidents.api.serializers import AlertSerializer, IncidentDetailSerializer, IncidentSerializer
+from incidents.api.serializers import (
+    ActionBodySerializer, AlertSerializer, ErrorSerializer, IncidentDetailSerializer, IncidentSerializer, SplitResultSerializer,
+)
 from incidents.models import Alert, Incident
 
 
@@ -95,8 +97,16 @@ class IncidentActions(ApiErrors, APIView):
     """Act on an incident: {"action": ..., "at"?: RFC 3339, ...}; every action is recorded with who and when."""
 
     @extend_schema(
-        request={"application/json": {"type": "object", "properties": {"action": {"type": "string", "enum": list(INCIDENT_ACTIONS)}}}},
-        responses={200: IncidentDetailSerializer, 202: IncidentDetailSerializer},
+        request=ActionBodySerializer,
+        responses={
+            200: PolymorphicProxySerializer(
+                component_name="ActionResult", serializers=[IncidentDetailSerializer, SplitResultSerializer],
+                resource_type_field_name=None, many=False),
+            202: IncidentDetailSerializer,
+            400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer, 409: ErrorSerializer,
+        },
+        description="200 with the incident (merge: the surviving one; split: {\"incidents\": [...]}), 202 for "
+                    "refresh_evidence, 400 for a bad body, 403 below the responder role, 409 for a state that does not allow it.",
     )
     def post(self, request: Request, incident_id: int) -> Response:
         incident = Incident.objects.filter(pk=incident_id).first()

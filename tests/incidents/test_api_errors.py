@@ -94,3 +94,20 @@ def test_unauthenticated_clients_get_401_everywhere_including_the_schema(inciden
 
 def test_query_parameter_checks_come_after_authentication(client):
     assert client.get("/api/v1/alerts/?since=garbage").status_code == 401
+
+
+def test_openapi_documents_every_action_field_the_error_answers_and_the_incident_shapes(users, client):
+    client.force_login(users("v", "viewer"))
+    schema = json.loads(client.get("/api/v1/schema/?format=json").content)
+    components = schema["components"]["schemas"]
+    post = schema["paths"]["/api/v1/incidents/{incident_id}/actions/"]["post"]
+    body = post["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
+    assert {"action", "at", "username", "text", "level", "into", "alert_ids", "alert_id"} <= set(components[body]["properties"])
+    assert {"200", "202", "400", "403", "404", "409"} <= set(post["responses"])
+    error = post["responses"]["409"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
+    assert set(components[error]["properties"]) == {"error"}
+    detail = components["IncidentDetail"]["properties"]
+    assert {"root_cause", "chain", "edges", "root_candidates", "failure_modes", "layers", "scope", "alerts", "durations",
+            "merged_into"} <= set(detail)
+    assert detail["root_cause"].get("type") != "string" and detail["chain"]["type"] == "array"
+    assert "$ref" in str(detail["durations"])
