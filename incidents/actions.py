@@ -310,8 +310,17 @@ def split(*, incident, user, body, at, replay_key) -> Outcome:
     ids = body.get("alert_ids")
     if not isinstance(ids, list) or not ids:
         raise ActionError(400, "alert_ids: expected a non-empty list of alert ids")
-    alerts = [alert_of(incident, value, f"alert_ids[{index}]") for index, value in enumerate(ids)]
-    if len({alert.pk for alert in alerts}) == incident.alerts.count():
+    for index, value in enumerate(ids):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ActionError(400, f"alert_ids[{index}]: expected an alert id (integer)")
+    found = Alert.objects.in_bulk(list(set(ids)))  # one query, however long the list
+    for index, value in enumerate(ids):
+        if value not in found:
+            raise ActionError(400, f"alert_ids[{index}]: no alert {value}")
+        if found[value].incident_id != incident.pk:
+            raise ActionError(409, f"alert_ids[{index}]: alert {value} is not in incident {incident.pk}")
+    alerts = [found[value] for value in dict.fromkeys(ids)]
+    if len(alerts) == incident.alerts.count():
         raise ActionError(409, "alert_ids: that is every alert of the incident; nothing would be split off")
     action = record(incident, user, "split", at, body, replay_key)
     decide(incident, user, Decision.Kind.SPLIT, alerts, at, action)

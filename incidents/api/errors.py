@@ -6,6 +6,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from django.conf import settings
+from django.core.exceptions import RequestDataTooBig
 from django.http import QueryDict
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
@@ -15,6 +17,9 @@ ALWAYS_ALLOWED = frozenset({"format"})  # DRF's format override (`?format=json`)
 
 
 def api_exception_handler(exc: Exception, context: dict) -> Response | None:
+    if isinstance(exc, RequestDataTooBig):  # else Django's bare HTML 400
+        limit = settings.DATA_UPLOAD_MAX_MEMORY_SIZE
+        return Response({"error": f"body: over the limit of {limit} bytes (ROOTLINE_MAX_BODY)"}, status=413)
     response = exception_handler(exc, context)
     if response is not None:
         response.data = {"error": message_of(response.data)}

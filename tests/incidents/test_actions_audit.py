@@ -295,3 +295,21 @@ def test_a_grouping_action_while_a_worker_holds_the_key_waits_instead_of_deadloc
     assert errors == []
     assert Alert.objects.get(pk=ttft.pk).incident_id is None
     assert IncidentAction.objects.filter(action="exclude_alert", incident=incident).count() == 1
+
+
+def test_split_looks_its_alerts_up_at_once_and_names_the_first_wrong_id(fleet, users, api, django_assert_max_num_queries):
+    responder = users("r", "responder")
+    main = main_incident()
+    members = list(main.alerts.order_by("id").values_list("pk", flat=True))
+    other = alert("NodeDiskFilling").pk
+    url = f"/api/v1/incidents/{main.pk}/actions/"
+    response = api(responder, "post", url, {"action": "split", "alert_ids": members[:1] + [10**12]})
+    assert response.status_code == 400 and response.json()["error"] == f"alert_ids[1]: no alert {10**12}"
+    response = api(responder, "post", url, {"action": "split", "alert_ids": members[:1] + [other]})
+    assert response.status_code == 409 and response.json()["error"] == f"alert_ids[1]: alert {other} is not in incident {main.pk}"
+    response = api(responder, "post", url, {"action": "split", "alert_ids": members + members})
+    assert response.status_code == 409 and "every alert" in response.json()["error"]
+    with django_assert_max_num_queries(20):  # not one query per id
+        response = api(responder, "post", url, {"action": "split", "alert_ids": members * 1000})
+    assert response.status_code == 409 and "every alert" in response.json()["error"]
+    assert not IncidentAction.objects.exists()

@@ -111,3 +111,12 @@ def test_openapi_documents_every_action_field_the_error_answers_and_the_incident
             "merged_into"} <= set(detail)
     assert detail["root_cause"].get("type") != "string" and detail["chain"]["type"] == "array"
     assert "$ref" in str(detail["durations"])
+
+
+def test_a_body_over_the_limit_is_a_413_saying_so(incident, users, client, settings):
+    settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 4096
+    client.force_login(users("r", "responder"))
+    response = client.post(f"/api/v1/incidents/{incident.pk}/actions/", json.dumps({"action": "note", "text": "x" * 5000}),
+                           content_type="application/json")
+    error_of(response, 413, "4096 bytes")
+    assert not incident.actions.exists()
