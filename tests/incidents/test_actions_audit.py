@@ -313,3 +313,57 @@ def test_split_looks_its_alerts_up_at_once_and_names_the_first_wrong_id(fleet, u
         response = api(responder, "post", url, {"action": "split", "alert_ids": members * 1000})
     assert response.status_code == 409 and "every alert" in response.json()["error"]
     assert not IncidentAction.objects.exists()
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("body,field,kept", [
+    ({"action": "severity", "level": "critical"}, "severity", "critical"),
+    ({"action": "acknowledge"}, "status", "acknowledged"),
+])
+def test_an_action_during_a_correlation_run_of_its_key_is_not_overwritten_by_the_run(make_integration, users, body, field, kept):
+    """A run loads the key's incidents, then writes the fields it recomputed (severity, status)
+    from what it loaded; an action committed in between was overwritten. Actions wait for the
+    key's run instead, as runs of one key wait for each other."""
+    require_postgres()
+    integration = make_integration()
+    for row in cascade():
+        receipt = services.delivery_receive(integration=integration, body=am_body(row), headers={})
+        services.delivery_process(delivery_id=receipt.body["delivery"])
+    correlation_run(key="prod-eu")
+    incident = main_incident()
+    responder = users("r", "responder")
+    loaded, acting = threading.Event(), threading.Event()
+    errors: list[BaseException] = []
+
+    def run() -> None:
+        try:
+            with transaction.atomic():
+                lock_key("prod-eu")
+                stale = Incident.objects.in_bulk([incident.pk])[incident.pk]  # as sync.assign_identities loads it
+                loaded.set()
+                acting.wait(5)
+                time.sleep(0.6)
+                stale.severity, stale.status = "info", "open"  # what the run recomputed from its alerts
+                stale.save(update_fields=["severity", "status", "updated_at"])
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    def person() -> None:
+        try:
+            loaded.wait(5)
+            acting.set()
+            incident_act(incident=Incident.objects.get(pk=incident.pk), user=responder, body=body)
+        except BaseException as exc:  # noqa: BLE001
+            errors.append(exc)
+        finally:
+            connection.close()
+
+    threads = [threading.Thread(target=run), threading.Thread(target=person)]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(30)
+    assert errors == []
+    assert getattr(Incident.objects.get(pk=incident.pk), field) == kept
