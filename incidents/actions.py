@@ -82,6 +82,11 @@ def incident_act(*, incident: Incident, user: AbstractBaseUser, body: Any, repla
     if unknown:
         takes = ", ".join(("at", *ACTION_FIELDS[action]))
         raise ActionError(400, f"{unknown[0]}: not a field of {action}, which takes {takes}")
+    for name in ACTION_FIELDS[action]:
+        for value in (body[name] if isinstance(body.get(name), list) else [body.get(name)]):
+            problem = unstorable(value)
+            if problem:
+                raise ActionError(400, f"{name}: {problem}")
     at = action_time(body)
     if replay_key and IncidentAction.objects.filter(replay_key=replay_key).exists():
         return Outcome(200, [incident])
@@ -94,6 +99,20 @@ def incident_act(*, incident: Incident, user: AbstractBaseUser, body: Any, repla
         if incident.merged_into_id and action != "note":
             raise ActionError(409, f"incident {incident.pk} was merged into {incident.merged_into_id}; act on that one")
         return handler(incident=incident, user=user, body=body, at=at, replay_key=replay_key)
+
+
+def unstorable(value: Any) -> str | None:
+    """What stops a text from being stored (PostgreSQL takes neither NUL nor a lone surrogate,
+    which JSON can carry as \\ud800), else None."""
+    if not isinstance(value, str):
+        return None
+    if "\x00" in value:
+        return "contains a NUL byte"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "contains an unpaired surrogate (not valid Unicode)"
+    return None
 
 
 def key_lock(key: str) -> None:
@@ -372,9 +391,11 @@ def action_line_apply(*, line: Any) -> str:
     ActionError for a line that cannot be applied."""
     if not isinstance(line, dict):
         raise ReplayError("expected an object with 'action', 'at', 'by'")
-    for field in ("by", "username"):
-        if isinstance(line.get(field), str) and "\x00" in line[field]:
-            raise ReplayError(f"{field}: contains a NUL byte")
+    for field, value in line.items():
+        for item in value if isinstance(value, list) else [value]:
+            problem = unstorable(item)
+            if problem:
+                raise ReplayError(f"{field}: {problem}")
     key = replay_key_of(line)
     if IncidentAction.objects.filter(replay_key=key).exists():
         return "already"

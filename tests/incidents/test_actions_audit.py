@@ -177,6 +177,9 @@ def test_import_actions_reports_bad_lines_and_files_without_crashing(fleet, tmp_
         json.dumps({"at": "2026-11-29T02:06:00Z", "by": "ana", "action": "assign", "username": "x\x00", "fingerprint": oom.fingerprint}),
         json.dumps({"at": "2026-11-29T02:06:00Z", "by": "ana", "action": "acknowledge", "when": "now", "fingerprint": oom.fingerprint}),
         json.dumps(["not", "an", "object"]),
+        json.dumps({"at": "2026-11-29T02:06:00Z", "by": "ana", "action": "acknowledge", "fingerprint": oom.fingerprint + "\x00"}),
+        json.dumps({"at": "2026-11-29T02:06:00Z", "by": "\ud800", "action": "acknowledge", "fingerprint": oom.fingerprint}),
+        json.dumps({"at": "2026-11-29T02:06:00Z", "by": "ana", "action": "split", "fingerprints": ["\ud800"], "fingerprint": oom.fingerprint}),
         "{broken",
         json.dumps({"at": "2026-11-29T02:07:00Z", "by": "ana", "action": "acknowledge", "fingerprint": oom.fingerprint}),
     ]
@@ -184,7 +187,7 @@ def test_import_actions_reports_bad_lines_and_files_without_crashing(fleet, tmp_
     path.write_text("\n".join(lines))
     err = tmp_path / "err"
     call_command("import_actions", str(path), stdout=open(tmp_path / "out", "w"), stderr=open(err, "w"))
-    assert json.loads((tmp_path / "out").read_text()) == {"applied": 1, "already": 0, "failed": 5}
+    assert json.loads((tmp_path / "out").read_text()) == {"applied": 1, "already": 0, "failed": 8}
     assert "actions.jsonl:3: when: not a field of acknowledge" in err.read_text()
     (tmp_path / "latin1.jsonl").write_bytes(b"\xff\xfe{}")
     from django.core.management.base import CommandError
@@ -196,6 +199,9 @@ def test_import_actions_reports_bad_lines_and_files_without_crashing(fleet, tmp_
 
 @pytest.mark.parametrize("body,status,fragment", [
     ({"action": "assign", "username": "lead\x00"}, 400, "username"),
+    ({"action": "assign", "username": "\ud800"}, 400, "username: contains an unpaired surrogate"),
+    ({"action": "note", "text": "a\ud800b"}, 400, "text: contains an unpaired surrogate"),
+    ({"action": "note", "text": "a\x00b"}, 400, "text"),
     ({"action": "assign", "username": "x" * 100_000}, 400, "username"),
     ({"action": "note", "text": "x" * 20_001}, 400, "text"),
     ({"action": "acknowledge", "time": "2026-11-29T02:06:00Z"}, 400, "time: not a field of acknowledge"),
