@@ -45,6 +45,27 @@ def query_check(params: QueryDict, allowed: frozenset[str]) -> None:
             raise ValidationError({shown(key): f"unknown query parameter; this endpoint takes {takes}"})
 
 
+def body_text_check(data: Any, path: str = "") -> None:
+    """Every text in a JSON body, keys included, must be storable: PostgreSQL takes neither NUL
+    nor the lone surrogates JSON can carry (`\\ud800`). Raises a 400 naming the first one."""
+    if isinstance(data, str):
+        problem = "contains a NUL byte" if "\x00" in data else None
+        if problem is None:
+            try:
+                data.encode("utf-8")
+            except UnicodeEncodeError:
+                problem = "contains an unpaired surrogate (not valid Unicode)"
+        if problem:
+            raise ValidationError({path or "body": problem})
+    elif isinstance(data, dict):
+        for key, value in data.items():
+            body_text_check(key, path or "body")
+            body_text_check(value, f"{path}.{key}" if path else str(key))
+    elif isinstance(data, list):
+        for index, value in enumerate(data):
+            body_text_check(value, f"{path}[{index}]")
+
+
 def shown(text: str) -> str:
     return repr(text[:60]) if len(text) > 60 or not text.isprintable() else text
 

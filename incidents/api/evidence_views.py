@@ -9,7 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from incidents.actions import ActionError
-from incidents.api.errors import ApiErrors
+from incidents.api.errors import ApiErrors, body_text_check
 from incidents.models import Incident
 from incidents.timeline import incident_matrix, incident_timeline, matrix_edit
 
@@ -77,6 +77,7 @@ class IncidentMatrix(ApiErrors, APIView):
     @extend_schema(request=MatrixRowSerializer(many=True), responses=MatrixRowSerializer(many=True))
     def patch(self, request: Request, incident_id: int) -> Response:
         incident = incident_or_404(incident_id)
+        body_text_check(request.data)
         try:
             return Response(matrix_edit(incident=incident, user=request.user, body=request.data))
         except ActionError as exc:

@@ -120,3 +120,14 @@ def test_a_body_over_the_limit_is_a_413_saying_so(incident, users, client, setti
                            content_type="application/json")
     error_of(response, 413, "4096 bytes")
     assert not incident.actions.exists()
+
+
+@pytest.mark.parametrize("body,fragment", [
+    ({"layer": "serving", "direct_cause": "a\ud800"}, "direct_cause: contains an unpaired surrogate"),
+    ({"layer": "serving", "direct_cause": {"text": "x", "evidence": [{"kind": "alert", "id": "\ud800"}]}}, "direct_cause.evidence[0].id"),
+    ([{"layer": "serving", "process_gap": "ok"}, {"layer": "engine\ud800", "process_gap": "x"}], "[1].layer"),
+])
+def test_matrix_edits_with_text_postgresql_cannot_store_are_400s(incident, users, client, body, fragment):
+    client.force_login(users("a", "author"))
+    response = client.patch(f"/api/v1/incidents/{incident.pk}/matrix/", json.dumps(body), content_type="application/json")
+    error_of(response, 400, fragment)
