@@ -1,3 +1,5 @@
+from datetime import datetime
+
 from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
@@ -15,6 +17,7 @@ from incidents.api.errors import ApiErrors, api_exception_handler
 from incidents.api.serializers import (
     ActionBodySerializer, AlertSerializer, ErrorSerializer, IncidentDetailSerializer, IncidentSerializer, SplitResultSerializer,
 )
+from incidents.ingest.common import FieldError, parse_time
 from incidents.models import Alert, Incident
 
 
@@ -23,6 +26,7 @@ from incidents.models import Alert, Incident
         OpenApiParameter("status", OpenApiTypes.STR, enum=["firing", "resolved"]),
         OpenApiParameter("fingerprint", OpenApiTypes.STR),
         OpenApiParameter("label", OpenApiTypes.STR, many=True, description="KEY:VALUE; repeat to require several"),
+        OpenApiParameter("since", OpenApiTypes.DATETIME, description="RFC 3339: alerts that started then or later"),
         OpenApiParameter("page_size", OpenApiTypes.INT, description="up to 500"),
     ]
 )
@@ -30,7 +34,7 @@ class AlertList(ApiErrors, generics.ListAPIView):
     """What arrived, stored and deduplicated: one row per alert occurrence, newest first."""
 
     serializer_class = AlertSerializer
-    query_params = frozenset({"status", "fingerprint", "label", "page", "page_size"})
+    query_params = frozenset({"status", "fingerprint", "label", "since", "page", "page_size"})
 
     def get_queryset(self) -> QuerySet[Alert]:
         params = self.request.query_params
@@ -47,24 +51,40 @@ class AlertList(ApiErrors, generics.ListAPIView):
             if not sep or not key:
                 raise ValidationError({"label": f"expected KEY:VALUE, got {label!r}"})
             alerts = alerts.with_label(key, value)
+        since = since_param(params)
+        if since is not None:
+            alerts = alerts.filter(starts_at__gte=since)
         return alerts
+
+
+def since_param(params) -> datetime | None:
+    if "since" not in params:
+        return None
+    try:
+        moment = parse_time(params["since"], "since")
+    except FieldError as exc:
+        raise ValidationError(str(exc)) from None
+    if moment is None:
+        raise ValidationError({"since": "Go's zero time is no time"})
+    return moment
 
 
 @extend_schema(parameters=[
     OpenApiParameter("status", OpenApiTypes.STR, enum=["open", "resolved", "all"], description="default open: everything not resolved"),
+    OpenApiParameter("since", OpenApiTypes.DATETIME, description="RFC 3339: incidents that started then or later"),
     OpenApiParameter("page_size", OpenApiTypes.INT, description="up to 500"),
 ])
 class IncidentList(ApiErrors, generics.ListAPIView):
     """Incidents, newest first, each with its root cause and its chain (cause before effect)."""
 
     serializer_class = IncidentSerializer
-    query_params = frozenset({"status", "page", "page_size"})
+    query_params = frozenset({"status", "since", "page", "page_size"})
 
     def get_queryset(self):
         status = self.request.query_params.get("status", "open")
         if status not in ("open", "resolved", "all"):
             raise ValidationError({"status": f"expected open, resolved or all, got {status!r}"})
-        return selectors.incidents_list(status=status)
+        return selectors.incidents_list(status=status, since=since_param(self.request.query_params))
 
     def list(self, request: Request, *args, **kwargs) -> Response:
         page = self.paginate_queryset(self.get_queryset())

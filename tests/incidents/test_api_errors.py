@@ -33,7 +33,9 @@ def error_of(response, status: int, fragment: str) -> str:
     ("/api/v1/alerts/?fingerprint=ab%00c", 400, "fingerprint"),
     ("/api/v1/alerts/?label=po%00d:x", 400, "label"),
     ("/api/v1/alerts/?label=pod:x%00", 400, "label"),
-    ("/api/v1/alerts/?since=garbage", 400, "since"),
+    ("/api/v1/alerts/?since=garbage", 400, "since: not an RFC 3339 time"),
+    ("/api/v1/incidents/?since=2026-11-29", 400, "since"),
+    ("/api/v1/alerts/?until=2026-11-29T00:00:00Z", 400, "until: unknown query parameter"),
     ("/api/v1/alerts/?status=garbage", 400, "status"),
     ("/api/v1/alerts/?label=nocolon", 400, "label"),
     ("/api/v1/incidents/?incident_status=open", 400, "incident_status"),
@@ -131,3 +133,13 @@ def test_matrix_edits_with_text_postgresql_cannot_store_are_400s(incident, users
     client.force_login(users("a", "author"))
     response = client.patch(f"/api/v1/incidents/{incident.pk}/matrix/", json.dumps(body), content_type="application/json")
     error_of(response, 400, fragment)
+
+
+def test_since_filters_alerts_and_incidents_by_their_start(incident, users, api):
+    viewer = users("v", "viewer")
+    alerts = api(viewer, "get", "/api/v1/alerts/?since=2026-11-29T02:02:00Z").json()["results"]
+    assert sorted(alert["starts_at"] for alert in alerts) == ["2026-11-29T02:02:00Z", "2026-11-29T02:03:00Z", "2026-11-29T02:03:00Z",
+                                                             "2026-11-29T02:05:00Z"]
+    listed = api(viewer, "get", "/api/v1/incidents/?status=all&since=2026-11-29T03:42:00%2B02:00").json()["results"]
+    assert [item["id"] for item in listed] == [incident.pk] and incident.started_at.isoformat() > "2026-11-29T01:42"
+    assert api(viewer, "get", "/api/v1/incidents/?status=all&since=2026-11-29T01:00:00Z").json()["count"] == 2
