@@ -356,11 +356,14 @@ def split(*, incident, user, body, at, replay_key) -> Outcome:
     alerts = [found[value] for value in dict.fromkeys(ids)]
     if len(alerts) == incident.alerts.count():
         raise ActionError(409, "alert_ids: that is every alert of the incident; nothing would be split off")
+    members = list(incident.alerts.values_list("pk", flat=True))
     action = record(incident, user, "split", at, body, replay_key)
     decide(incident, user, Decision.Kind.SPLIT, alerts, at, action)
     correlation_run(key=incident.correlation_key)
-    split_off = {Alert.objects.get(pk=alert.pk).incident_id for alert in alerts} - {None, incident.pk}
-    return Outcome(200, [refreshed(incident), *Incident.objects.filter(pk__in=split_off).order_by("pk")], split=True)
+    # The larger part keeps the incident's id, be it the part split off: answer every incident
+    # that now holds one of its alerts, this one first.
+    holders = set(Alert.objects.filter(pk__in=members).values_list("incident_id", flat=True)) - {None, incident.pk}
+    return Outcome(200, [refreshed(incident), *Incident.objects.filter(pk__in=holders).order_by("pk")], split=True)
 
 
 def refreshed(incident: Incident) -> Incident:

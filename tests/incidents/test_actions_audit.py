@@ -373,3 +373,17 @@ def test_an_action_during_a_correlation_run_of_its_key_is_not_overwritten_by_the
         thread.join(30)
     assert errors == []
     assert getattr(Incident.objects.get(pk=incident.pk), field) == kept
+
+
+def test_splitting_off_most_alerts_answers_both_incidents(fleet, users, api):
+    responder = users("r", "responder")
+    main = main_incident()
+    members = list(main.alerts.order_by("starts_at", "id"))
+    keep, off = members[:2], members[2:]
+    response = api(responder, "post", f"/api/v1/incidents/{main.pk}/actions/", {"action": "split", "alert_ids": [row.pk for row in off]})
+    assert response.status_code == 200
+    answered = response.json()["incidents"]
+    assert len(answered) == 2 and answered[0]["id"] == main.pk
+    groups = [{item["id"] for item in incident["alerts"]} for incident in answered]
+    assert {row.pk for row in keep} in groups and {row.pk for row in off} in groups
+    assert {alert_row.incident_id for alert_row in Alert.objects.filter(pk__in=[row.pk for row in members])} == {item["id"] for item in answered}
