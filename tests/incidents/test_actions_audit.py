@@ -387,3 +387,40 @@ def test_splitting_off_most_alerts_answers_both_incidents(fleet, users, api):
     groups = [{item["id"] for item in incident["alerts"]} for incident in answered]
     assert {row.pk for row in keep} in groups and {row.pk for row in off} in groups
     assert {alert_row.incident_id for alert_row in Alert.objects.filter(pk__in=[row.pk for row in members])} == {item["id"] for item in answered}
+
+
+def test_decisions_hold_when_the_same_alerts_arrive_again_in_another_order_and_by_recorrelate(make_integration, deliver, users, api):
+    """Decisions name occurrences, not rows: alerts stored again, in a shuffled order, fold into
+    the incidents the people decided, incrementally and in batch."""
+    import random
+
+    integration = make_integration()
+    responder = users("r", "responder")
+    for row in cascade():
+        deliver(integration, am_body(row))
+    main, disk = main_incident(), alert("NodeDiskFilling").incident
+    ttft, crash, queue = alert("LLMTTFTP99High"), alert("KubePodCrashLooping"), alert("VLLMRequestQueueHigh", SIBLINGS[1])
+    for body in ({"action": "exclude_alert", "alert_id": ttft.pk}, {"action": "false_positive", "alert_id": queue.pk},
+                 {"action": "split", "alert_ids": [crash.pk]}, {"action": "merge", "into": main.pk, "_on": disk.pk}):
+        assert post(api, responder, body).status_code == 200
+
+    def grouping():
+        groups = {}
+        for row in Alert.objects.all():
+            groups.setdefault(row.incident_id, set()).add(row.alertname + "/" + row.labels.get("pod", ""))
+        return sorted(sorted(group) for key, group in groups.items() if key), sorted(groups.get(None, set())), sorted(
+            Alert.objects.filter(false_positive=True).values_list("alertname", flat=True))
+
+    decided = grouping()
+    assert decided[1] == ["LLMTTFTP99High/"] and decided[2] == ["VLLMRequestQueueHigh"]
+    for seed in (1, 2):
+        Incident.objects.all().delete()
+        Alert.objects.all().delete()
+        Delivery.objects.all().delete()
+        rows = cascade()
+        random.Random(seed).shuffle(rows)
+        for row in rows:
+            deliver(integration, am_body(row))
+        assert grouping() == decided, seed
+        call_command("recorrelate", "--since", "2026-11-29T00:00:00Z", stdout=open("/dev/null", "w"))
+        assert grouping() == decided, seed
