@@ -143,3 +143,24 @@ def test_since_filters_alerts_and_incidents_by_their_start(incident, users, api)
     listed = api(viewer, "get", "/api/v1/incidents/?status=all&since=2026-11-29T03:42:00%2B02:00").json()["results"]
     assert [item["id"] for item in listed] == [incident.pk] and incident.started_at.isoformat() > "2026-11-29T01:42"
     assert api(viewer, "get", "/api/v1/incidents/?status=all&since=2026-11-29T01:00:00Z").json()["count"] == 2
+
+
+def test_incident_detail_and_page_queries_do_not_grow_with_alerts(make_integration, deliver, users, client):
+    from django.db import connection
+    from django.test.utils import CaptureQueriesContext
+
+    integration = make_integration()
+    for row in cascade():
+        deliver(integration, am_body(row))
+    big = Alert.objects.get(alertname="LLMContainerOOMKilled").incident
+    small = Alert.objects.get(alertname="NodeDiskFilling").incident
+    assert big.alerts.count() > 3 * small.alerts.count()
+    client.force_login(users("v", "viewer"))
+    counts = {}
+    for name, incident in (("big", big), ("small", small)):
+        for path in (f"/api/v1/incidents/{incident.pk}/", f"/incidents/{incident.pk}/", f"/api/v1/incidents/{incident.pk}/timeline/"):
+            with CaptureQueriesContext(connection) as queries:
+                assert client.get(path).status_code == 200
+            counts[(name, path.replace(f"/{incident.pk}/", "/ID/"))] = len(queries)
+    for path in ("/api/v1/incidents/ID/", "/incidents/ID/", "/api/v1/incidents/ID/timeline/"):
+        assert counts[("big", path)] == counts[("small", path)], counts
