@@ -42,14 +42,14 @@ class AlertList(ApiErrors, generics.ListAPIView):
         status = params.get("status")
         if status:
             if status not in Alert.Status.values:
-                raise ValidationError({"status": f"expected firing or resolved, got {status!r}"})
+                raise ValidationError({"status": f"expected firing or resolved, got {status[:60]!r}"})
             alerts = alerts.filter(status=status)
         if params.get("fingerprint"):
             alerts = alerts.filter(fingerprint=params["fingerprint"])
         for label in params.getlist("label"):
             key, sep, value = label.partition(":")
             if not sep or not key:
-                raise ValidationError({"label": f"expected KEY:VALUE, got {label!r}"})
+                raise ValidationError({"label": f"expected KEY:VALUE, got {label[:60]!r}"})
             alerts = alerts.with_label(key, value)
         since = since_param(params)
         if since is not None:
@@ -83,7 +83,7 @@ class IncidentList(ApiErrors, generics.ListAPIView):
     def get_queryset(self):
         status = self.request.query_params.get("status", "open")
         if status not in ("open", "resolved", "all"):
-            raise ValidationError({"status": f"expected open, resolved or all, got {status!r}"})
+            raise ValidationError({"status": f"expected open, resolved or all, got {status[:60]!r}"})
         return selectors.incidents_list(status=status, since=since_param(self.request.query_params))
 
     def list(self, request: Request, *args, **kwargs) -> Response:

@@ -164,3 +164,10 @@ def test_incident_detail_and_page_queries_do_not_grow_with_alerts(make_integrati
             counts[(name, path.replace(f"/{incident.pk}/", "/ID/"))] = len(queries)
     for path in ("/api/v1/incidents/ID/", "/incidents/ID/", "/api/v1/incidents/ID/timeline/"):
         assert counts[("big", path)] == counts[("small", path)], counts
+
+
+@pytest.mark.parametrize("query", ["/api/v1/alerts/?status=", "/api/v1/incidents/?status=", "/api/v1/alerts/?label=",
+                                   "/api/v1/alerts/?since=", "/api/v1/incidents/?page=", "/api/v1/incidents/?page_size="])
+def test_a_very_long_bad_parameter_is_named_not_echoed_whole(users, api, query):
+    response = api(users("v", "viewer"), "get", query + "x" * 20_000)
+    assert response.status_code == 400 and len(response.json()["error"]) < 300
