@@ -98,7 +98,13 @@ def incident_act(*, incident: Incident, user: AbstractBaseUser, body: Any, repla
             raise ActionError(404, "the incident is gone (emptied by a correlation run meanwhile)")
         if incident.merged_into_id and action != "note":
             raise ActionError(409, f"incident {incident.pk} was merged into {incident.merged_into_id}; act on that one")
+        if body.get("at") not in (None, "") and at < incident.started_at:
+            raise ActionError(409, f"at: {rfc3339(at)} is before incident {incident.pk} began ({rfc3339(incident.started_at)})")
         return handler(incident=incident, user=user, body=body, at=at, replay_key=replay_key)
+
+
+def rfc3339(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
 
 
 def unstorable(value: Any) -> str | None:

@@ -424,3 +424,19 @@ def test_decisions_hold_when_the_same_alerts_arrive_again_in_another_order_and_b
         assert grouping() == decided, seed
         call_command("recorrelate", "--since", "2026-11-29T00:00:00Z", stdout=open("/dev/null", "w"))
         assert grouping() == decided, seed
+
+
+@pytest.mark.parametrize("body", [
+    {"action": "acknowledge", "at": "1970-01-01T00:00:00Z"},
+    {"action": "resolve", "at": "2026-11-29T01:44:59Z"},
+    {"action": "note", "text": "before it began", "at": "2026-11-29T01:00:00Z"},
+])
+def test_an_action_dated_before_its_incident_began_is_a_conflict_naming_both_moments(fleet, users, api, body):
+    main = main_incident()
+    assert main.started_at.isoformat() == "2026-11-29T01:45:00+00:00"
+    response = post(api, users("r", "responder"), body)
+    assert response.status_code == 409, response.json()
+    assert "2026-11-29T01:45:00Z" in response.json()["error"] and body["at"] in response.json()["error"]
+    assert not main.actions.exists()
+    detail = api(users("v", "viewer"), "get", f"/api/v1/incidents/{main.pk}/").json()
+    assert all(value is None or value >= 0 for value in detail["durations"].values())
