@@ -304,13 +304,19 @@ def emptied(incident: Incident, at: datetime) -> None:
     """Its last alert excluded, an incident is kept for its actions, but no correlation run will
     touch it again (runs rewrite incidents that hold alerts): its root, chain, edges and candidates
     named the excluded alert and go, and if it was still open it is resolved by that decision."""
-    IncidentEdge.objects.filter(incident=incident).delete()
-    RootCandidate.objects.filter(incident=incident).delete()
-    values: dict[str, Any] = {"root_alert": None, "root_confidence": None, "root_explanation": "", "chain": [], "layers": [],
-                              "failure_modes": [], "ranking_held": False}
+    values = ranking_cleared(incident)
     if incident.resolved_at is None:
         values.update(resolved_at=at, resolved_by_human=True)
     save(incident, **values)
+
+
+def ranking_cleared(incident: Incident) -> dict[str, Any]:
+    """Drop the edges and candidates of an incident left without alerts (merged away, or its last
+    alert excluded): they name alerts it no longer holds. Returns the fields to save with it."""
+    IncidentEdge.objects.filter(incident=incident).delete()
+    RootCandidate.objects.filter(incident=incident).delete()
+    return {"root_alert": None, "root_confidence": None, "root_explanation": "", "chain": [], "layers": [],
+            "failure_modes": [], "ranking_held": False}
 
 
 def false_positive(*, incident, user, body, at, replay_key) -> Outcome:
@@ -340,7 +346,7 @@ def merge(*, incident, user, body, at, replay_key) -> Outcome:
     action = record(incident, user, "merge", at, body, replay_key)
     decide(incident, user, Decision.Kind.MERGE, alerts, at, action)
     IncidentAction.objects.create(incident=target, action="merge", by=user if user.pk else None, at=at, body={"from": incident.pk})
-    save(incident, merged_into=target)
+    save(incident, merged_into=target, **ranking_cleared(incident))
     Alert.objects.filter(incident=incident).update(incident=target)
     correlation_run(key=incident.correlation_key)
     return Outcome(200, [refreshed(target)])

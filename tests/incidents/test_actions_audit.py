@@ -226,7 +226,8 @@ def test_a_merged_incident_says_where_it_went_and_acts_only_there(fleet, users, 
     main, disk = main_incident(), alert("NodeDiskFilling").incident
     assert post(api, responder, {"action": "merge", "into": main.pk, "_on": disk.pk}).json()["id"] == main.pk
     detail = api(responder, "get", f"/api/v1/incidents/{disk.pk}/").json()
-    assert detail["merged_into"] == main.pk and detail["alerts"] == []
+    assert detail["merged_into"] == main.pk and detail["alerts"] == [] and detail["alert_count"] == 0
+    assert detail["root_cause"] is None and detail["root_candidates"] == [] and detail["edges"] == [] and detail["chain"] == []
     assert api(responder, "get", f"/api/v1/incidents/{main.pk}/").json()["merged_into"] is None
     listed = api(responder, "get", "/api/v1/incidents/?status=all").json()["results"]
     assert disk.pk not in [item["id"] for item in listed] and all(item["merged_into"] is None for item in listed)
