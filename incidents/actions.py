@@ -321,6 +321,10 @@ def ranking_cleared(incident: Incident) -> dict[str, Any]:
 
 def false_positive(*, incident, user, body, at, replay_key) -> Outcome:
     alert = alert_of(incident, body.get("alert_id"))
+    if alert.false_positive:
+        judged = IncidentAction.objects.filter(action="false_positive", alert=alert).order_by("at").first()
+        when = f" at {rfc3339(judged.at)}" if judged else ""
+        raise ActionError(409, f"alert_id: alert {alert.pk} was already judged a false positive{when}")
     action = record(incident, user, "false_positive", at, body, replay_key, alert)
     decide(incident, user, Decision.Kind.FALSE_POSITIVE, [alert], at, action)
     Alert.objects.filter(pk=alert.pk).update(false_positive=True)

@@ -441,3 +441,12 @@ def test_an_action_dated_before_its_incident_began_is_a_conflict_naming_both_mom
     assert not main.actions.exists()
     detail = api(users("v", "viewer"), "get", f"/api/v1/incidents/{main.pk}/").json()
     assert all(value is None or value >= 0 for value in detail["durations"].values())
+
+
+def test_judging_an_alert_false_positive_twice_is_a_conflict(fleet, users, api):
+    responder = users("r", "responder")
+    oom = alert("LLMContainerOOMKilled")
+    assert post(api, responder, {"action": "false_positive", "alert_id": oom.pk}, "2026-11-29T02:10:00Z").status_code == 200
+    again = post(api, responder, {"action": "false_positive", "alert_id": oom.pk})
+    assert again.status_code == 409 and "already" in again.json()["error"] and "2026-11-29T02:10:00Z" in again.json()["error"]
+    assert Decision.objects.count() == 1 and IncidentAction.objects.filter(action="false_positive").count() == 1
