@@ -178,9 +178,9 @@ def resolved_before(incident: Incident, at: datetime) -> bool:
 
 def acknowledge(*, incident, user, body, at, replay_key) -> Outcome:
     if incident.acknowledged_at is not None:
-        raise ActionError(409, f"incident {incident.pk} was already acknowledged at {incident.acknowledged_at.isoformat()}")
+        raise ActionError(409, f"incident {incident.pk} was already acknowledged at {rfc3339(incident.acknowledged_at)}")
     if resolved_before(incident, at):
-        raise ActionError(409, f"incident {incident.pk} was resolved at {incident.resolved_at.isoformat()}, before this acknowledge")
+        raise ActionError(409, f"incident {incident.pk} was resolved at {rfc3339(incident.resolved_at)}, before this acknowledge")
     save(incident, acknowledged_at=at)
     record(incident, user, "acknowledge", at, body, replay_key)
     return Outcome(200, [incident])
@@ -188,9 +188,9 @@ def acknowledge(*, incident, user, body, at, replay_key) -> Outcome:
 
 def mitigate(*, incident, user, body, at, replay_key) -> Outcome:
     if incident.mitigated_at is not None:
-        raise ActionError(409, f"incident {incident.pk} was already mitigated at {incident.mitigated_at.isoformat()}")
+        raise ActionError(409, f"incident {incident.pk} was already mitigated at {rfc3339(incident.mitigated_at)}")
     if resolved_before(incident, at):
-        raise ActionError(409, f"incident {incident.pk} was resolved at {incident.resolved_at.isoformat()}, before this mitigation")
+        raise ActionError(409, f"incident {incident.pk} was resolved at {rfc3339(incident.resolved_at)}, before this mitigation")
     save(incident, mitigated_at=at, acknowledged_at=min(incident.acknowledged_at or at, at))
     record(incident, user, "mitigate", at, body, replay_key)
     return Outcome(200, [incident])
@@ -199,7 +199,7 @@ def mitigate(*, incident, user, body, at, replay_key) -> Outcome:
 def resolve(*, incident, user, body, at, replay_key) -> Outcome:
     """A person's resolution is the official one, even after the alerts resolved it."""
     if incident.resolved_by_human:
-        raise ActionError(409, f"incident {incident.pk} was already resolved at {incident.resolved_at.isoformat()}")
+        raise ActionError(409, f"incident {incident.pk} was already resolved at {rfc3339(incident.resolved_at)}")
     save(incident, resolved_at=at, resolved_by_human=True, reopened_by_human=False)
     record(incident, user, "resolve", at, body, replay_key)
     return Outcome(200, [incident])
