@@ -6,20 +6,22 @@ from __future__ import annotations
 
 import hashlib
 import json
+import zlib
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
-from django.db.models import Q
+from django.db import IntegrityError, connection, transaction
+from django.db.models import F, Q
 from django.utils import timezone
 
 from incidents.correlation import correlation_run
 from incidents.evidence.collect import evidence_enqueue
 from incidents.ingest.common import FieldError, parse_time
-from incidents.models import Alert, Decision, Incident, IncidentAction
+from incidents.models import Alert, CorrelationLock, Decision, Incident, IncidentAction, IncidentEdge, RootCandidate
+from incidents.replay import ReplayError, action_body_for, actor_for
 from incidents.services.integrations import ROLES
 
 ROLE_RANK = {role: rank for rank, role in enumerate(ROLES)}  # viewer < responder < author < admin
@@ -27,7 +29,15 @@ INCIDENT_ACTIONS = (
     "acknowledge", "assign", "note", "severity", "resolve", "reopen", "mitigate", "merge", "split",
     "exclude_alert", "false_positive", "degrade", "refresh_evidence",
 )
+# The fields each action takes besides `action` and `at`: anything else is a 400 naming it (a
+# misspelt `at` would otherwise silently date the action now).
+ACTION_FIELDS = {
+    "acknowledge": (), "assign": ("username",), "note": ("text",), "severity": ("level",), "resolve": (), "reopen": (),
+    "mitigate": (), "merge": ("into",), "split": ("alert_ids",), "exclude_alert": ("alert_id",),
+    "false_positive": ("alert_id",), "degrade": ("level",), "refresh_evidence": (),
+}
 MAX_NOTE = 20_000
+MAX_USERNAME = 150
 
 
 class ActionError(Exception):
@@ -67,15 +77,67 @@ def incident_act(*, incident: Incident, user: AbstractBaseUser, body: Any, repla
     action = body.get("action")
     if action not in INCIDENT_ACTIONS:
         raise ActionError(400, f"action: expected one of {', '.join(INCIDENT_ACTIONS)}, got {str(action)[:40]!r}")
+    unknown = sorted(name if name.isprintable() and len(name) <= 40 else repr(name[:40])
+                     for name in map(str, body) if name not in ("action", "at", *ACTION_FIELDS[action]))
+    if unknown:
+        takes = ", ".join(("at", *ACTION_FIELDS[action]))
+        raise ActionError(400, f"{unknown[0]}: not a field of {action}, which takes {takes}")
+    for name in ACTION_FIELDS[action]:
+        for value in (body[name] if isinstance(body.get(name), list) else [body.get(name)]):
+            problem = unstorable(value)
+            if problem:
+                raise ActionError(400, f"{name}: {problem}")
     at = action_time(body)
     if replay_key and IncidentAction.objects.filter(replay_key=replay_key).exists():
         return Outcome(200, [incident])
-    if incident.merged_into_id and action != "note":
-        raise ActionError(409, f"incident {incident.pk} was merged into {incident.merged_into_id}; act on that one")
     handler = HANDLERS[action]
     with transaction.atomic():
-        incident = Incident.objects.select_for_update().get(pk=incident.pk)
+        key_lock(incident.correlation_key)
+        incident = Incident.objects.select_for_update().filter(pk=incident.pk).first()
+        if incident is None:
+            raise ActionError(404, "the incident is gone (emptied by a correlation run meanwhile)")
+        if incident.merged_into_id and action != "note":
+            raise ActionError(409, f"incident {incident.pk} was merged into {incident.merged_into_id}; act on that one")
+        if body.get("at") not in (None, "") and at < incident.started_at:
+            raise ActionError(409, f"at: {rfc3339(at)} is before incident {incident.pk} began ({rfc3339(incident.started_at)})")
         return handler(incident=incident, user=user, body=body, at=at, replay_key=replay_key)
+
+
+def rfc3339(moment: datetime) -> str:
+    return moment.isoformat().replace("+00:00", "Z")
+
+
+def unstorable(value: Any) -> str | None:
+    """What stops a text from being stored (PostgreSQL takes neither NUL nor a lone surrogate,
+    which JSON can carry as \\ud800), else None."""
+    if not isinstance(value, str):
+        return None
+    if "\x00" in value:
+        return "contains a NUL byte"
+    try:
+        value.encode("utf-8")
+    except UnicodeEncodeError:
+        return "contains an unpaired surrogate (not valid Unicode)"
+    return None
+
+
+def key_lock(key: str) -> None:
+    """Wait for the correlation key's lock, as a correlation run of the key takes it
+    (`incidents.correlation.run.lock_key`), until the transaction ends; unlike a run, leave the
+    key's run token alone, so a worker's kept state stays valid (an action changes no alert).
+
+    A run loads the key's incidents and then writes what it recomputed from them (severity,
+    status): an action committed in between was lost. And a grouping action re-runs correlation,
+    which takes the key: taken after the incident's row, it deadlocked with a worker that holds
+    the key and writes that row. So every action takes the key first, then the row
+    (`tests/incidents/test_actions_audit.py` pins both against `lock_key`)."""
+    if connection.vendor == "postgresql":
+        with connection.cursor() as cursor:
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [4242, zlib.crc32(key.encode()) - 2**31])
+        return
+    CorrelationLock.objects.get_or_create(key=key)
+    # SQLite has no row locks: a write takes the database's write lock for the transaction.
+    CorrelationLock.objects.filter(key=key).update(run_token=F("run_token"))
 
 
 def action_time(body: dict) -> datetime:
@@ -91,7 +153,7 @@ def action_time(body: dict) -> datetime:
 
 
 def record(incident: Incident, user, action: str, at: datetime, body: dict, replay_key: str | None, alert: Alert | None = None) -> IncidentAction:
-    stored = {key: value for key, value in body.items() if key not in ("action", "at")}
+    stored = {key: value for key, value in body.items() if key in ACTION_FIELDS.get(action, ())}
     return IncidentAction.objects.create(
         incident=incident, action=action, by=user if user.pk else None, at=at, body=stored, alert=alert, replay_key=replay_key
     )
@@ -116,9 +178,9 @@ def resolved_before(incident: Incident, at: datetime) -> bool:
 
 def acknowledge(*, incident, user, body, at, replay_key) -> Outcome:
     if incident.acknowledged_at is not None:
-        raise ActionError(409, f"incident {incident.pk} was already acknowledged at {incident.acknowledged_at.isoformat()}")
+        raise ActionError(409, f"incident {incident.pk} was already acknowledged at {rfc3339(incident.acknowledged_at)}")
     if resolved_before(incident, at):
-        raise ActionError(409, f"incident {incident.pk} was resolved at {incident.resolved_at.isoformat()}, before this acknowledge")
+        raise ActionError(409, f"incident {incident.pk} was resolved at {rfc3339(incident.resolved_at)}, before this acknowledge")
     save(incident, acknowledged_at=at)
     record(incident, user, "acknowledge", at, body, replay_key)
     return Outcome(200, [incident])
@@ -126,9 +188,9 @@ def acknowledge(*, incident, user, body, at, replay_key) -> Outcome:
 
 def mitigate(*, incident, user, body, at, replay_key) -> Outcome:
     if incident.mitigated_at is not None:
-        raise ActionError(409, f"incident {incident.pk} was already mitigated at {incident.mitigated_at.isoformat()}")
+        raise ActionError(409, f"incident {incident.pk} was already mitigated at {rfc3339(incident.mitigated_at)}")
     if resolved_before(incident, at):
-        raise ActionError(409, f"incident {incident.pk} was resolved at {incident.resolved_at.isoformat()}, before this mitigation")
+        raise ActionError(409, f"incident {incident.pk} was resolved at {rfc3339(incident.resolved_at)}, before this mitigation")
     save(incident, mitigated_at=at, acknowledged_at=min(incident.acknowledged_at or at, at))
     record(incident, user, "mitigate", at, body, replay_key)
     return Outcome(200, [incident])
@@ -137,7 +199,7 @@ def mitigate(*, incident, user, body, at, replay_key) -> Outcome:
 def resolve(*, incident, user, body, at, replay_key) -> Outcome:
     """A person's resolution is the official one, even after the alerts resolved it."""
     if incident.resolved_by_human:
-        raise ActionError(409, f"incident {incident.pk} was already resolved at {incident.resolved_at.isoformat()}")
+        raise ActionError(409, f"incident {incident.pk} was already resolved at {rfc3339(incident.resolved_at)}")
     save(incident, resolved_at=at, resolved_by_human=True, reopened_by_human=False)
     record(incident, user, "resolve", at, body, replay_key)
     return Outcome(200, [incident])
@@ -160,6 +222,8 @@ def assign(*, incident, user, body, at, replay_key) -> Outcome:
     username = body.get("username")
     if not isinstance(username, str) or not username:
         raise ActionError(400, "username: expected the username of the assignee")
+    if len(username) > MAX_USERNAME:
+        raise ActionError(400, f"username: no user {username[:60]!r}… (usernames have at most {MAX_USERNAME} characters)")
     assignee = get_user_model().objects.filter(username=username).first()
     if assignee is None:
         raise ActionError(400, f"username: no user {username[:150]!r}")
@@ -230,11 +294,37 @@ def exclude_alert(*, incident, user, body, at, replay_key) -> Outcome:
     action = record(incident, user, "exclude_alert", at, body, replay_key, alert)
     decide(incident, user, Decision.Kind.EXCLUDE, [alert], at, action)
     correlation_run(key=incident.correlation_key)
-    return Outcome(200, [refreshed(incident)])
+    incident = refreshed(incident)
+    if not incident.alerts.exists():
+        emptied(incident, at)
+    return Outcome(200, [incident])
+
+
+def emptied(incident: Incident, at: datetime) -> None:
+    """Its last alert excluded, an incident is kept for its actions, but no correlation run will
+    touch it again (runs rewrite incidents that hold alerts): its root, chain, edges and candidates
+    named the excluded alert and go, and if it was still open it is resolved by that decision."""
+    values = ranking_cleared(incident)
+    if incident.resolved_at is None:
+        values.update(resolved_at=at, resolved_by_human=True)
+    save(incident, **values)
+
+
+def ranking_cleared(incident: Incident) -> dict[str, Any]:
+    """Drop the edges and candidates of an incident left without alerts (merged away, or its last
+    alert excluded): they name alerts it no longer holds. Returns the fields to save with it."""
+    IncidentEdge.objects.filter(incident=incident).delete()
+    RootCandidate.objects.filter(incident=incident).delete()
+    return {"root_alert": None, "root_confidence": None, "root_explanation": "", "chain": [], "layers": [],
+            "failure_modes": [], "ranking_held": False}
 
 
 def false_positive(*, incident, user, body, at, replay_key) -> Outcome:
     alert = alert_of(incident, body.get("alert_id"))
+    if alert.false_positive:
+        judged = IncidentAction.objects.filter(action="false_positive", alert=alert).order_by("at").first()
+        when = f" at {rfc3339(judged.at)}" if judged else ""
+        raise ActionError(409, f"alert_id: alert {alert.pk} was already judged a false positive{when}")
     action = record(incident, user, "false_positive", at, body, replay_key, alert)
     decide(incident, user, Decision.Kind.FALSE_POSITIVE, [alert], at, action)
     Alert.objects.filter(pk=alert.pk).update(false_positive=True)
@@ -246,20 +336,21 @@ def merge(*, incident, user, body, at, replay_key) -> Outcome:
     into_id = body.get("into")
     if not isinstance(into_id, int) or isinstance(into_id, bool):
         raise ActionError(400, "into: expected the id of the incident to merge into")
-    target = Incident.objects.select_for_update().filter(pk=into_id).first()
+    target = Incident.objects.filter(pk=into_id).first()
     if target is None:
         raise ActionError(400, f"into: no incident {into_id}")
     if target.pk == incident.pk:
         raise ActionError(409, "into: an incident cannot be merged into itself")
-    if target.merged_into_id:
-        raise ActionError(409, f"into: incident {target.pk} was itself merged into {target.merged_into_id}")
     if target.correlation_key != incident.correlation_key:
         raise ActionError(409, f"into: incident {target.pk} is in cluster {target.correlation_key!r}, this one in {incident.correlation_key!r}")
+    target = Incident.objects.select_for_update().get(pk=target.pk)  # locked only once known to share this key's lock
+    if target.merged_into_id:
+        raise ActionError(409, f"into: incident {target.pk} was itself merged into {target.merged_into_id}")
     alerts = list(Alert.objects.filter(incident__in=[incident, target]))
     action = record(incident, user, "merge", at, body, replay_key)
     decide(incident, user, Decision.Kind.MERGE, alerts, at, action)
     IncidentAction.objects.create(incident=target, action="merge", by=user if user.pk else None, at=at, body={"from": incident.pk})
-    save(incident, merged_into=target)
+    save(incident, merged_into=target, **ranking_cleared(incident))
     Alert.objects.filter(incident=incident).update(incident=target)
     correlation_run(key=incident.correlation_key)
     return Outcome(200, [refreshed(target)])
@@ -269,14 +360,26 @@ def split(*, incident, user, body, at, replay_key) -> Outcome:
     ids = body.get("alert_ids")
     if not isinstance(ids, list) or not ids:
         raise ActionError(400, "alert_ids: expected a non-empty list of alert ids")
-    alerts = [alert_of(incident, value, f"alert_ids[{index}]") for index, value in enumerate(ids)]
-    if len({alert.pk for alert in alerts}) == incident.alerts.count():
+    for index, value in enumerate(ids):
+        if not isinstance(value, int) or isinstance(value, bool):
+            raise ActionError(400, f"alert_ids[{index}]: expected an alert id (integer)")
+    found = Alert.objects.in_bulk(list(set(ids)))  # one query, however long the list
+    for index, value in enumerate(ids):
+        if value not in found:
+            raise ActionError(400, f"alert_ids[{index}]: no alert {value}")
+        if found[value].incident_id != incident.pk:
+            raise ActionError(409, f"alert_ids[{index}]: alert {value} is not in incident {incident.pk}")
+    alerts = [found[value] for value in dict.fromkeys(ids)]
+    if len(alerts) == incident.alerts.count():
         raise ActionError(409, "alert_ids: that is every alert of the incident; nothing would be split off")
+    members = list(incident.alerts.values_list("pk", flat=True))
     action = record(incident, user, "split", at, body, replay_key)
     decide(incident, user, Decision.Kind.SPLIT, alerts, at, action)
     correlation_run(key=incident.correlation_key)
-    split_off = {Alert.objects.get(pk=alert.pk).incident_id for alert in alerts} - {None, incident.pk}
-    return Outcome(200, [refreshed(incident), *Incident.objects.filter(pk__in=split_off).order_by("pk")], split=True)
+    # The larger part keeps the incident's id, be it the part split off: answer every incident
+    # that now holds one of its alerts, this one first.
+    holders = set(Alert.objects.filter(pk__in=members).values_list("incident_id", flat=True)) - {None, incident.pk}
+    return Outcome(200, [refreshed(incident), *Incident.objects.filter(pk__in=holders).order_by("pk")], split=True)
 
 
 def refreshed(incident: Incident) -> Incident:
@@ -292,3 +395,35 @@ HANDLERS = {
 
 def replay_key_of(line: dict) -> str:
     return hashlib.sha256(json.dumps(line, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+# A simulated file also names each occurrence by its start (docs/simulator.md); the contract's
+# lines name it by fingerprint, firing at `at`, which is what `action_body_for` reads.
+OCCURRENCE_STARTS = ("starts_at", "starts_ats", "into_starts_at")
+
+
+def action_line_apply(*, line: Any) -> str:
+    """One line of an actions file (`import_actions`, `demo`), applied as its user `by` at its `at`
+    through `incident_act`, as the endpoint applies a body: "applied", or "already" when an import
+    applied this very line before. That is checked first: the line may itself have moved its
+    alert (an exclude), so that its alert names no incident any more. Raises ReplayError or
+    ActionError for a line that cannot be applied."""
+    if not isinstance(line, dict):
+        raise ReplayError("expected an object with 'action', 'at', 'by'")
+    for field, value in line.items():
+        for item in value if isinstance(value, list) else [value]:
+            problem = unstorable(item)
+            if problem:
+                raise ReplayError(f"{field}: {problem}")
+    key = replay_key_of(line)
+    if IncidentAction.objects.filter(replay_key=key).exists():
+        return "already"
+    incident, body = action_body_for(line)
+    body = {name: value for name, value in body.items() if name not in OCCURRENCE_STARTS}
+    try:
+        incident_act(incident=incident, user=actor_for(line), body=body, replay_key=key)
+    except IntegrityError:  # another import applied the same line at the same moment
+        if IncidentAction.objects.filter(replay_key=key).exists():
+            return "already"
+        raise
+    return "applied"

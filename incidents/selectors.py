@@ -1,6 +1,8 @@
 """Page-shaped reads, one function per page, each with a query-count test."""
 from __future__ import annotations
 
+from datetime import datetime
+
 from django.conf import settings
 from django.db.models import Count, Prefetch
 
@@ -42,9 +44,11 @@ def broker_status() -> str:
     return "ok" if settings.CELERY_BROKER_URL else "eager"
 
 
-def incidents_list(*, status: str = "open"):
+def incidents_list(*, status: str = "open", since: datetime | None = None):
     """The incidents API's list (and the triage queue): newest first, counts in one query."""
     incidents = Incident.objects.visible().select_related("root_alert", "assignee").annotate(alert_count=Count("alerts"))
+    if since is not None:
+        incidents = incidents.filter(started_at__gte=since)
     if status == "open":
         incidents = incidents.exclude(status=Incident.Status.RESOLVED)
     elif status == "resolved":

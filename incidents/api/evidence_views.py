@@ -9,6 +9,7 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from incidents.actions import ActionError
+from incidents.api.errors import ApiErrors, body_text_check
 from incidents.models import Incident
 from incidents.timeline import incident_matrix, incident_timeline, matrix_edit
 
@@ -57,7 +58,7 @@ def as_rfc3339(items: list[dict]) -> list[dict]:
     return [{**item, "at": field.to_representation(item["at"])} for item in items]
 
 
-class IncidentTimeline(APIView):
+class IncidentTimeline(ApiErrors, APIView):
     """Alerts fired and resolved, threshold crossings, human actions and changes, in time order."""
 
     @extend_schema(responses=TimelineItemSerializer(many=True))
@@ -65,7 +66,7 @@ class IncidentTimeline(APIView):
         return Response(as_rfc3339(incident_timeline(incident_or_404(incident_id))))
 
 
-class IncidentMatrix(APIView):
+class IncidentMatrix(ApiErrors, APIView):
     """The root-cause matrix: suggested from the evidence, cells replaced by human edits (PATCH,
     author role; every edit is kept as history)."""
 
@@ -76,6 +77,7 @@ class IncidentMatrix(APIView):
     @extend_schema(request=MatrixRowSerializer(many=True), responses=MatrixRowSerializer(many=True))
     def patch(self, request: Request, incident_id: int) -> Response:
         incident = incident_or_404(incident_id)
+        body_text_check(request.data)
         try:
             return Response(matrix_edit(incident=incident, user=request.user, body=request.data))
         except ActionError as exc:

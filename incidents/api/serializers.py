@@ -1,8 +1,10 @@
 """JSON shapes of the contract. Incident shapes are built from rows a selector loaded in bulk."""
 from __future__ import annotations
 
+from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
+from incidents.actions import ACTION_FIELDS
 from incidents.models import Alert, Incident
 from incidents.timeline import incident_durations
 
@@ -40,16 +42,20 @@ class IncidentSerializer(serializers.ModelSerializer):
     root_cause = serializers.SerializerMethodField()
     chain = serializers.SerializerMethodField()
     assignee = serializers.CharField(source="assignee.username", default=None, read_only=True)
+    merged_into = serializers.IntegerField(
+        source="merged_into_id", allow_null=True, read_only=True,
+        help_text="the incident this one was merged into (its alerts and actions go on there); null if not merged")
 
     class Meta:
         model = Incident
         fields = [
             "id", "title", "status", "severity", "started_at", "acknowledged_at", "mitigated_at", "resolved_at",
             "alert_count", "failure_modes", "layers", "scope", "root_cause", "chain", "assignee", "degradation",
-            "ranking_held",
+            "ranking_held", "merged_into",
         ]
 
-    def get_root_cause(self, incident: Incident) -> RootCauseSerializer | None:
+    @extend_schema_field(RootCauseSerializer(allow_null=True))
+    def get_root_cause(self, incident: Incident) -> dict | None:
         root = incident.root_alert
         if root is None:
             return None
@@ -58,7 +64,8 @@ class IncidentSerializer(serializers.ModelSerializer):
             "confidence": incident.root_confidence, "explanation": incident.root_explanation,
         }
 
-    def get_chain(self, incident: Incident) -> ChainLinkSerializer(many=True):
+    @extend_schema_field(ChainLinkSerializer(many=True))
+    def get_chain(self, incident: Incident) -> list[dict]:
         alerts = self.context["chain_alerts"]
         return [
             {"alert_id": alert.pk, "alertname": alert.alertname, "layer": alert.layer, "failure_mode": alert.failure_mode,
@@ -96,7 +103,30 @@ class IncidentDetailSerializer(IncidentSerializer):
     class Meta(IncidentSerializer.Meta):
         fields = IncidentSerializer.Meta.fields + ["alerts", "edges", "root_candidates", "durations"]
 
-    def get_durations(self, incident: Incident) -> DurationsSerializer:
+    @extend_schema_field(DurationsSerializer)
+    def get_durations(self, incident: Incident) -> dict:
         """Detection from the first red crossing or first alert, whichever came first; the other
         durations from that same onset (incidents.timeline)."""
         return incident_durations(incident)
+
+
+class ActionBodySerializer(serializers.Serializer):
+    """The actions endpoint's body, for the schema (incidents.actions checks it): `action`, an
+    optional `at`, and the one field its action takes; any other field is a 400."""
+
+    action = serializers.ChoiceField(list(ACTION_FIELDS))
+    at = serializers.DateTimeField(required=False, help_text="when it happened (RFC 3339); default: now")
+    username = serializers.CharField(required=False, max_length=150, help_text="assign: the assignee")
+    text = serializers.CharField(required=False, max_length=20_000, help_text="note")
+    level = serializers.CharField(required=False, help_text="severity: critical|warning|info; degrade: none|L1|L2|L3")
+    into = serializers.IntegerField(required=False, help_text="merge: the incident that survives (same cluster)")
+    alert_ids = serializers.ListField(child=serializers.IntegerField(), required=False, help_text="split: the alerts split off")
+    alert_id = serializers.IntegerField(required=False, help_text="exclude_alert, false_positive: one of the incident's alerts")
+
+
+class SplitResultSerializer(serializers.Serializer):
+    incidents = IncidentDetailSerializer(many=True, help_text="the incident acted on first, then the ones split off")
+
+
+class ErrorSerializer(serializers.Serializer):
+    error = serializers.CharField(help_text="what is wrong, and where")

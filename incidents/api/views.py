@@ -1,15 +1,23 @@
+from datetime import datetime
+
 from django.db.models import QuerySet
 from drf_spectacular.types import OpenApiTypes
-from drf_spectacular.utils import OpenApiParameter, extend_schema
+from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
+from drf_spectacular.views import SpectacularAPIView
 from rest_framework import generics
 from rest_framework.exceptions import NotFound, ValidationError
+from rest_framework.permissions import IsAuthenticated
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from incidents import selectors
-from incidents.actions import INCIDENT_ACTIONS, ActionError, incident_act
-from incidents.api.serializers import AlertSerializer, IncidentDetailSerializer, IncidentSerializer
+from incidents.actions import ActionError, incident_act
+from incidents.api.errors import ApiErrors, api_exception_handler
+from incidents.api.serializers import (
+    ActionBodySerializer, AlertSerializer, ErrorSerializer, IncidentDetailSerializer, IncidentSerializer, SplitResultSerializer,
+)
+from incidents.ingest.common import FieldError, parse_time
 from incidents.models import Alert, Incident
 
 
@@ -18,13 +26,15 @@ from incidents.models import Alert, Incident
         OpenApiParameter("status", OpenApiTypes.STR, enum=["firing", "resolved"]),
         OpenApiParameter("fingerprint", OpenApiTypes.STR),
         OpenApiParameter("label", OpenApiTypes.STR, many=True, description="KEY:VALUE; repeat to require several"),
+        OpenApiParameter("since", OpenApiTypes.DATETIME, description="RFC 3339: alerts that started then or later"),
         OpenApiParameter("page_size", OpenApiTypes.INT, description="up to 500"),
     ]
 )
-class AlertList(generics.ListAPIView):
+class AlertList(ApiErrors, generics.ListAPIView):
     """What arrived, stored and deduplicated: one row per alert occurrence, newest first."""
 
     serializer_class = AlertSerializer
+    query_params = frozenset({"status", "fingerprint", "label", "since", "page", "page_size"})
 
     def get_queryset(self) -> QuerySet[Alert]:
         params = self.request.query_params
@@ -32,32 +42,49 @@ class AlertList(generics.ListAPIView):
         status = params.get("status")
         if status:
             if status not in Alert.Status.values:
-                raise ValidationError({"status": f"expected firing or resolved, got {status!r}"})
+                raise ValidationError({"status": f"expected firing or resolved, got {status[:60]!r}"})
             alerts = alerts.filter(status=status)
         if params.get("fingerprint"):
             alerts = alerts.filter(fingerprint=params["fingerprint"])
         for label in params.getlist("label"):
             key, sep, value = label.partition(":")
             if not sep or not key:
-                raise ValidationError({"label": f"expected KEY:VALUE, got {label!r}"})
+                raise ValidationError({"label": f"expected KEY:VALUE, got {label[:60]!r}"})
             alerts = alerts.with_label(key, value)
+        since = since_param(params)
+        if since is not None:
+            alerts = alerts.filter(starts_at__gte=since)
         return alerts
+
+
+def since_param(params) -> datetime | None:
+    if "since" not in params:
+        return None
+    try:
+        moment = parse_time(params["since"], "since")
+    except FieldError as exc:
+        raise ValidationError(str(exc)) from None
+    if moment is None:
+        raise ValidationError({"since": "Go's zero time is no time"})
+    return moment
 
 
 @extend_schema(parameters=[
     OpenApiParameter("status", OpenApiTypes.STR, enum=["open", "resolved", "all"], description="default open: everything not resolved"),
+    OpenApiParameter("since", OpenApiTypes.DATETIME, description="RFC 3339: incidents that started then or later"),
     OpenApiParameter("page_size", OpenApiTypes.INT, description="up to 500"),
 ])
-class IncidentList(generics.ListAPIView):
+class IncidentList(ApiErrors, generics.ListAPIView):
     """Incidents, newest first, each with its root cause and its chain (cause before effect)."""
 
     serializer_class = IncidentSerializer
+    query_params = frozenset({"status", "since", "page", "page_size"})
 
     def get_queryset(self):
         status = self.request.query_params.get("status", "open")
         if status not in ("open", "resolved", "all"):
-            raise ValidationError({"status": f"expected open, resolved or all, got {status!r}"})
-        return selectors.incidents_list(status=status)
+            raise ValidationError({"status": f"expected open, resolved or all, got {status[:60]!r}"})
+        return selectors.incidents_list(status=status, since=since_param(self.request.query_params))
 
     def list(self, request: Request, *args, **kwargs) -> Response:
         page = self.paginate_queryset(self.get_queryset())
@@ -78,7 +105,7 @@ def incident_payload(request: Request, incident_id: int) -> dict:
     return IncidentDetailSerializer(incident, context=context).data
 
 
-class IncidentDetail(APIView):
+class IncidentDetail(ApiErrors, APIView):
     """One incident with its alerts, edges, ranked root candidates and durations."""
 
     @extend_schema(responses=IncidentDetailSerializer)
@@ -86,12 +113,20 @@ class IncidentDetail(APIView):
         return Response(incident_payload(request, incident_id))
 
 
-class IncidentActions(APIView):
+class IncidentActions(ApiErrors, APIView):
     """Act on an incident: {"action": ..., "at"?: RFC 3339, ...}; every action is recorded with who and when."""
 
     @extend_schema(
-        request={"application/json": {"type": "object", "properties": {"action": {"type": "string", "enum": list(INCIDENT_ACTIONS)}}}},
-        responses={200: IncidentDetailSerializer, 202: IncidentDetailSerializer},
+        request=ActionBodySerializer,
+        responses={
+            200: PolymorphicProxySerializer(
+                component_name="ActionResult", serializers=[IncidentDetailSerializer, SplitResultSerializer],
+                resource_type_field_name=None, many=False),
+            202: IncidentDetailSerializer,
+            400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer, 409: ErrorSerializer,
+        },
+        description="200 with the incident (merge: the surviving one; split: {\"incidents\": [...]}), 202 for "
+                    "refresh_evidence, 400 for a bad body, 403 below the responder role, 409 for a state that does not allow it.",
     )
     def post(self, request: Request, incident_id: int) -> Response:
         incident = Incident.objects.filter(pk=incident_id).first()
@@ -104,3 +139,13 @@ class IncidentActions(APIView):
         if outcome.split:
             return Response({"incidents": [incident_payload(request, item.pk) for item in outcome.incidents]}, status=outcome.status)
         return Response(incident_payload(request, outcome.incidents[0].pk), status=outcome.status)
+
+
+class SchemaView(SpectacularAPIView):
+    """The OpenAPI document, behind the same sign-in as the API it describes (drf-spectacular
+    serves it to anyone by default)."""
+
+    permission_classes = [IsAuthenticated]
+
+    def get_exception_handler(self):
+        return api_exception_handler

@@ -18,12 +18,12 @@ from django.core.management.base import BaseCommand, CommandError
 
 from correlate import simulator
 from incidents import services
-from incidents.actions import ActionError, incident_act, replay_key_of
+from incidents.actions import ActionError, action_line_apply
 from incidents.correlation import correlation_rebuild
 from incidents.evidence.collect import evidence_collect, incidents_overlapping
 from incidents.evidence.local import local_series_import
 from incidents.models import Delivery, Integration
-from incidents.replay import ReplayError, action_body_for, actor_for
+from incidents.replay import ReplayError
 
 DEMO_SEED = 7
 
@@ -94,15 +94,13 @@ def process_pending() -> None:
 
 
 def replay_actions(path: Path) -> int:
+    """The scenario's human actions, as `import_actions` applies them; the number newly applied."""
     applied = 0
     for raw in path.read_text().splitlines():
         if not raw.strip():
             continue
         try:
-            line = json.loads(raw)
-            incident, body = action_body_for(line)
-            incident_act(incident=incident, user=actor_for(line), body=body, replay_key=replay_key_of(line))
-            applied += 1
+            applied += action_line_apply(line=json.loads(raw)) == "applied"
         except (ReplayError, ActionError):
             continue  # an action the simulated people took on a state it no longer fits
     return applied

@@ -3,8 +3,8 @@ from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
 
-from incidents.actions import ActionError, incident_act, replay_key_of
-from incidents.replay import ReplayError, action_body_for, actor_for
+from incidents.actions import ActionError, action_line_apply
+from incidents.replay import ReplayError
 
 
 class Command(BaseCommand):
@@ -14,19 +14,16 @@ class Command(BaseCommand):
         parser.add_argument("file", type=Path)
 
     def handle(self, *args, file: Path, **options) -> None:
-        if not file.exists():
-            raise CommandError(f"no such file: {file}")
+        try:
+            text = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError) as exc:
+            raise CommandError(f"cannot read {file}: {exc}") from None
         totals = {"applied": 0, "already": 0, "failed": 0}
-        for number, raw in enumerate(file.read_text().splitlines(), start=1):
+        for number, raw in enumerate(text.splitlines(), start=1):
             if not raw.strip():
                 continue
             try:
-                line = json.loads(raw)
-                incident, body = action_body_for(line)
-                key = replay_key_of(line)
-                outcome_before = incident.actions.filter(replay_key=key).exists()
-                incident_act(incident=incident, user=actor_for(line), body=body, replay_key=key)
-                totals["already" if outcome_before else "applied"] += 1
+                totals[action_line_apply(line=json.loads(raw))] += 1
             except (ValueError, ReplayError, ActionError) as exc:
                 totals["failed"] += 1
                 self.stderr.write(f"{file.name}:{number}: {getattr(exc, 'message', exc)}")
