@@ -6,21 +6,21 @@ from __future__ import annotations
 
 import hashlib
 import json
-import zlib
 from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, connection, transaction
-from django.db.models import F, Q
+from django.db import IntegrityError, transaction
+from django.db.models import Q
 from django.utils import timezone
 
 from incidents.correlation import correlation_run
+from incidents.correlation.run import key_lock
 from incidents.evidence.collect import evidence_enqueue
 from incidents.ingest.common import FieldError, parse_time
-from incidents.models import Alert, CorrelationLock, Decision, Incident, IncidentAction, IncidentEdge, RootCandidate
+from incidents.models import Alert, Decision, Incident, IncidentAction, IncidentEdge, RootCandidate
 from incidents.replay import ReplayError, action_body_for, actor_for
 from incidents.services.integrations import ROLES
 
@@ -119,25 +119,6 @@ def unstorable(value: Any) -> str | None:
     except UnicodeEncodeError:
         return "contains an unpaired surrogate (not valid Unicode)"
     return None
-
-
-def key_lock(key: str) -> None:
-    """Wait for the correlation key's lock, as a correlation run of the key takes it
-    (`incidents.correlation.run.lock_key`), until the transaction ends; unlike a run, leave the
-    key's run token alone, so a worker's kept state stays valid (an action changes no alert).
-
-    A run loads the key's incidents and then writes what it recomputed from them (severity,
-    status): an action committed in between was lost. And a grouping action re-runs correlation,
-    which takes the key: taken after the incident's row, it deadlocked with a worker that holds
-    the key and writes that row. So every action takes the key first, then the row
-    (`tests/incidents/test_actions_audit.py` pins both against `lock_key`)."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [4242, zlib.crc32(key.encode()) - 2**31])
-        return
-    CorrelationLock.objects.get_or_create(key=key)
-    # SQLite has no row locks: a write takes the database's write lock for the transaction.
-    CorrelationLock.objects.filter(key=key).update(run_token=F("run_token"))
 
 
 def action_time(body: dict) -> datetime:

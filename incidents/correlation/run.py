@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection, transaction
-from django.db.models import Min, Q
+from django.db.models import F, Min, Q
 
 from correlate.catalog import Catalog
 from correlate.engine import Correlator
@@ -113,14 +113,32 @@ def stale_reason(state: KeyState | None, previous_token: str, current: Catalog) 
     return None
 
 
-def lock_key(key: str) -> tuple[str, str]:
-    """Serialise runs of `key` until the transaction ends; returns the run token the previous run
-    left and the one this run leaves."""
-    token = uuid.uuid4().hex
-    table = connection.ops.quote_name(CorrelationLock._meta.db_table)
+def key_lock(key: str) -> None:
+    """Wait for the correlation key's lock, as a run of the key takes it (`lock_key`), until the
+    transaction ends, leaving the key's run token alone, so a worker's kept state stays valid:
+    people's actions take it before their incident's row (`incidents/actions.py`).
+
+    A run loads the key's incidents and then writes what it recomputed from them (severity,
+    status): an action committed in between was lost. And a grouping action re-runs correlation,
+    which takes the key: taken after the incident's row, it deadlocked with a worker that holds
+    the key and writes that row (`tests/incidents/test_actions_audit.py`)."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
             cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [4242, zlib.crc32(key.encode()) - 2**31])
+        return
+    CorrelationLock.objects.get_or_create(key=key)
+    # SQLite has no row locks: a write takes the database's write lock for the transaction.
+    CorrelationLock.objects.filter(key=key).update(run_token=F("run_token"))
+
+
+def lock_key(key: str) -> tuple[str, str]:
+    """Serialise runs of `key` until the transaction ends (`key_lock`); returns the run token the
+    previous run left and the one this run leaves."""
+    token = uuid.uuid4().hex
+    table = connection.ops.quote_name(CorrelationLock._meta.db_table)
+    if connection.vendor == "postgresql":
+        key_lock(key)
+        with connection.cursor() as cursor:
             cursor.execute(
                 f"WITH previous AS (SELECT run_token FROM {table} WHERE key = %s), "
                 f"stored AS (INSERT INTO {table} (key, run_token) VALUES (%s, %s) "

@@ -8,7 +8,7 @@ from collections import Counter, defaultdict
 from django.db import connection
 
 from correlate.results import Incident as EngineIncident
-from incidents.models import Alert, Incident, IncidentEdge, RootCandidate
+from incidents.models import Alert, Decision, Incident, IncidentEdge, RootCandidate
 
 SEVERITY_WORDS = {
     "critical": "critical", "page": "critical", "error": "critical", "high": "critical", "p1": "critical", "sev1": "critical",
@@ -70,7 +70,9 @@ class StoredDetails:
 
 def assign_identities(result: list[EngineIncident], by_key: dict[str, Alert], previous: dict[int, set[int]], key: str) -> dict[str, Incident]:
     """Keep incident ids stable across runs: each engine incident takes the stored incident it
-    shares most alerts with (largest overlaps first, older incidents on ties); the rest are new."""
+    shares most alerts with (largest overlaps first, older incidents on ties); the rest are new.
+    A part split off by a person is the new one, however big: the incident people acted on (its
+    acknowledgement, owner, notes) stays with the alerts they kept in it."""
     merged_away = set(Incident.objects.filter(pk__in=list(previous), merged_into__isnull=False).values_list("pk", flat=True))
     overlaps = []
     for engine_incident in result:
@@ -78,11 +80,15 @@ def assign_identities(result: list[EngineIncident], by_key: dict[str, Alert], pr
         for incident_id, alert_ids in previous.items():
             shared = len(member_ids & alert_ids)
             if shared and incident_id not in merged_away:
-                overlaps.append((-shared, incident_id, engine_incident.id))
+                overlaps.append([False, -shared, incident_id, engine_incident.id])
+    if len({incident_id for *_, incident_id, _ in overlaps}) < len(overlaps):  # a stored incident now in parts
+        split_off = split_off_parts(result, key)
+        for overlap in overlaps:
+            overlap[0] = overlap[3] in split_off
     overlaps.sort()
     taken: dict[str, int] = {}
     used: set[int] = set()
-    for _, incident_id, engine_id in overlaps:
+    for _, _, incident_id, engine_id in overlaps:
         if engine_id not in taken and incident_id not in used:
             taken[engine_id] = incident_id
             used.add(incident_id)
@@ -94,6 +100,16 @@ def assign_identities(result: list[EngineIncident], by_key: dict[str, Alert], pr
         else:
             assigned[engine_incident.id] = Incident.objects.create(correlation_key=key, started_at=engine_incident.started_at)
     return assigned
+
+
+def split_off_parts(result: list[EngineIncident], key: str) -> set[str]:
+    """Engine incidents made only of alerts a person's split named."""
+    named: set[str] = set()
+    for alert_keys in Decision.objects.filter(correlation_key=key, kind=Decision.Kind.SPLIT).values_list("alert_keys", flat=True):
+        named.update(alert_keys)
+    if not named:
+        return set()
+    return {incident.id for incident in result if all(member.key in named for member in incident.members)}
 
 
 def incident_write(incident: Incident, engine_incident: EngineIncident, members: list[Alert], by_key: dict[str, Alert]) -> bool:

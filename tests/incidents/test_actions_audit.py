@@ -450,3 +450,22 @@ def test_judging_an_alert_false_positive_twice_is_a_conflict(fleet, users, api):
     again = post(api, responder, {"action": "false_positive", "alert_id": oom.pk})
     assert again.status_code == 409 and "already" in again.json()["error"] and "2026-11-29T02:10:00Z" in again.json()["error"]
     assert Decision.objects.count() == 1 and IncidentAction.objects.filter(action="false_positive").count() == 1
+
+
+def test_the_incident_people_acted_on_stays_with_the_alerts_they_kept_when_most_are_split_off(fleet, users, api):
+    """A split names the alerts that go: the incident (its acknowledgement, its notes) stays with
+    the rest, even when the part split off is the bigger one."""
+    responder = users("r", "responder")
+    main = main_incident()
+    url = f"/api/v1/incidents/{main.pk}/actions/"
+    assert api(responder, "post", url, {"action": "acknowledge"}).status_code == 200
+    members = list(main.alerts.order_by("starts_at", "id"))
+    keep, off = members[:2], members[2:]
+    assert len(off) > len(keep)
+    assert api(responder, "post", url, {"action": "split", "alert_ids": [row.pk for row in off]}).status_code == 200
+    assert {row.pk for row in Incident.objects.get(pk=main.pk).alerts.all()} == {row.pk for row in keep}
+    assert Incident.objects.get(pk=main.pk).acknowledged_at is not None
+    new_ids = set(Alert.objects.filter(pk__in=[row.pk for row in off]).values_list("incident_id", flat=True))
+    assert len(new_ids) == 1 and main.pk not in new_ids
+    call_command("recorrelate", "--since", "2000-01-01T00:00:00Z", stdout=open("/dev/null", "w"))
+    assert {row.pk for row in Incident.objects.get(pk=main.pk).alerts.all()} == {row.pk for row in keep}
