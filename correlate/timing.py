@@ -20,10 +20,10 @@ _EVENT_FUNCTIONS = frozenset({"increase", "changes", "resets", "max_over_time", 
                               "present_over_time", "last_over_time", "delta", "idelta", "irate"})
 _PROSE = re.compile(
     r"\b(?:for|over|during|within|across|in|sustained(?:\s+for)?|lasting)\s+(?:the\s+)?(?:last\s+|past\s+|previous\s+|at\s+least\s+|more\s+than\s+)?"
-    r"(\d+)\s*(s|sec|secs|seconds?|m|min|mins|minutes?|h|hr|hrs|hours?)\b",
+    r"(\d+)[\s-]*(s|sec|secs|seconds?|m|min|mins|minutes?|h|hr|hrs|hours?)\b",
     re.IGNORECASE,
 )
-_PROSE_WINDOW = re.compile(r"\b(\d+)\s*(m|min|minutes?|h|hours?)[\s-]+(?:window|average|avg|rolling)\b", re.IGNORECASE)
+_PROSE_WINDOW = re.compile(r"\b(\d+)[\s-]*(m|min|minutes?|h|hours?)[\s-]+(?:window|average|avg|rolling)\b", re.IGNORECASE)
 _BRACKET = re.compile(r"\[\s*(\d+)\s*([smhd])\s*\]")
 _FOR_KEYS = ("for", "window", "duration", "pending_for")
 

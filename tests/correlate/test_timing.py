@@ -15,6 +15,13 @@ def test_duration_in_the_description_moves_onset_back():
         assert lookback(alert) == timedelta(minutes=10), text
 
 
+def test_hyphenated_durations_in_the_description_count_too():
+    for text in ("p99 above target over a 15-minute window", "15-min rolling average above 0.25",
+                 "KV pool saturated over the past 15-min period"):
+        alert = make_alert("KVPoolHigh", "02:00", annotations={"description": text})
+        assert lookback(alert) == timedelta(minutes=15), text
+
+
 def test_event_counters_fire_at_once_whatever_their_window():
     alert = make_alert("Restarts", "02:00", expr="increase(kube_pod_container_status_restarts_total[30m]) > 0")
     assert onset_of(alert) == clock("02:00")
