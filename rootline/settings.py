@@ -212,6 +212,13 @@ CORRELATION_SLICE = os.environ.get("ROOTLINE_CORRELATION_SLICE", "1000").strip()
 if not CORRELATION_SLICE.isdigit() or not 100 <= int(CORRELATION_SLICE) <= 100_000:
     raise ImproperlyConfigured(f"ROOTLINE_CORRELATION_SLICE must be a whole number of alerts from 100 to 100000, not {CORRELATION_SLICE!r}")
 CORRELATION_SLICE = int(CORRELATION_SLICE)
+# A worker's kept state ranks an incident of 500 alerts or more (edges, chain, root candidates)
+# at most this often; its alerts join it on every run meanwhile (incidents/correlation/state.py).
+CORRELATION_RANK_EVERY_MS = os.environ.get("ROOTLINE_CORRELATION_RANK_EVERY_MS", "5000").strip() or "5000"
+if not CORRELATION_RANK_EVERY_MS.isdigit() or int(CORRELATION_RANK_EVERY_MS) > 600_000:
+    raise ImproperlyConfigured("ROOTLINE_CORRELATION_RANK_EVERY_MS must be a whole number of milliseconds from 0 to 600000, "
+                               f"not {CORRELATION_RANK_EVERY_MS!r}")
+CORRELATION_RANK_EVERY_SECONDS = int(CORRELATION_RANK_EVERY_MS) / 1000
 CELERY_BEAT_SCHEDULE = {
     # Every minute: deliveries still pending after a broker outage or a worker crash are enqueued again.
     "requeue-stale-deliveries": {

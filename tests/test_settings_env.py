@@ -77,3 +77,11 @@ def test_correlation_slice_is_a_whole_number_of_alerts_from_100_to_100000(tmp_pa
     for bad in ("99", "0", "-1000", "1e4", "lots", "100001"):
         result = run_settings(tmp_path, ROOTLINE_CORRELATION_SLICE=bad)
         assert result.returncode != 0 and "ROOTLINE_CORRELATION_SLICE must be a whole number of alerts" in result.stderr, bad
+
+
+def test_correlation_rank_every_is_whole_milliseconds_up_to_ten_minutes(tmp_path):
+    for good in ("0", "5000", "600000"):
+        assert run_settings(tmp_path, ROOTLINE_CORRELATION_RANK_EVERY_MS=good).returncode == 0, good
+    for bad in ("-1", "2.5", "often", "600001"):
+        result = run_settings(tmp_path, ROOTLINE_CORRELATION_RANK_EVERY_MS=bad)
+        assert result.returncode != 0 and "ROOTLINE_CORRELATION_RANK_EVERY_MS must be a whole number of milliseconds" in result.stderr, bad

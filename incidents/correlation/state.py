@@ -22,6 +22,8 @@ from collections import OrderedDict, defaultdict
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 
+from django.conf import settings
+
 from correlate.catalog import Catalog
 from correlate.engine import Correlator
 from correlate.results import Incident as EngineIncident
@@ -33,7 +35,7 @@ MAX_KEPT_KEYS = 256
 # grows to 10,000 alerts, and ranking it after every few alerts cost more CPU than the rest of
 # the run (bench/correlate/peer_storm.py).
 BIG_INCIDENT = 500
-RANK_EVERY_SECONDS = 5.0
+RANK_EVERY_SECONDS = settings.CORRELATION_RANK_EVERY_SECONDS  # ROOTLINE_CORRELATION_RANK_EVERY_MS, 5 s
 # Alerts held by all of a process's states together (each costs ~14 KB with its engine entry):
 # past this, the least recently used states are dropped and their keys rebuild from the window.
 MAX_KEPT_ALERTS = 200_000
