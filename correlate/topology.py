@@ -389,20 +389,28 @@ def _other_models(a: Scope, b: Scope) -> bool:
 
     A stem joins a deployment named after its model plus a purpose ('qwen2-5-72b-summarize') to
     the model's name, but two model names ('Meta-Llama-3-8B', 'Meta-Llama-3-8B-Instruct'), or
-    the pods of two deployments ('llama-3-8b', 'llama-3-8b-instruct'), that differ are two models
-    (unless they differ by a number only, as a LeaderWorkerSet's leader and worker pods do).
+    the pods of two deployments ('llama-3-8b', 'llama-3-8b-instruct'), that differ are two models,
+    unless they differ by trailing numbers only: a LeaderWorkerSet's leader and worker pods
+    ('llama-405b-0', 'llama-405b-0-1'), numbered deployments of one model ('llama-3-8b-0',
+    'llama-3-8b-1'), as the stem alone related them before.
     """
     names_a = {gateway_key(v) for v in (a.deployment, a.model, a.route) if v}
     names_b = {gateway_key(v) for v in (b.deployment, b.model, b.route) if v}
     if not names_a.isdisjoint(names_b):
         return False
     if a.model and b.model:
-        return True
+        return _unnumbered(gateway_key(a.model)) != _unnumbered(gateway_key(b.model))
     if not (a.pod and b.pod and a.deployment and b.deployment):
         return False
-    # a LeaderWorkerSet's leader 'llama-405b-0' and worker 'llama-405b-0-1' are one workload
-    short, long = sorted((gateway_key(a.deployment), gateway_key(b.deployment)), key=len)
-    return not (long.startswith(short + "-") and long[len(short) + 1:].replace("-", "").isdigit())
+    return _unnumbered(gateway_key(a.deployment)) != _unnumbered(gateway_key(b.deployment))
+
+
+_TRAILING_NUMBERS = re.compile(r"(?:-\d+)+$")
+
+
+def _unnumbered(name: str) -> str:
+    """'llama-405b-0-1' -> 'llama-405b'; 'llama-3-8b-instruct' stays as it is."""
+    return _TRAILING_NUMBERS.sub("", name)
 
 
 def in_change_scope(change: Scope, other: Scope, other_nodes: frozenset[str], relation: frozenset[str]) -> bool:

@@ -147,6 +147,15 @@ def test_a_leaderworkersets_leader_and_worker_pods_stay_related():
     assert "gateway" in _related({"pod": "llama-405b-0"}, {"pod": "llama-405b-0-1"})
 
 
+def test_numbered_deployments_of_one_model_stay_related_and_other_models_on_the_stem_do_not():
+    zero = {"pod": "vllm-llama-3-8b-0-6d8f9c7b5-abcde", "model_name": "llama-3-8b-0"}
+    one = {"pod": "vllm-llama-3-8b-1-7c9d8b6f4-fghjk", "model_name": "llama-3-8b-1"}
+    instruct = {"pod": "vllm-llama-3-8b-instruct-5b7c6d9f8-klmnp", "model_name": "llama-3-8b-instruct"}
+    assert "gateway" in _related(zero, one)
+    assert "gateway" not in _related(zero, instruct)
+    assert "gateway" not in _related({"model_name": "llama-3-8b-0"}, {"model_name": "llama-3-1-8b"})
+
+
 def test_a_deployment_named_without_the_model_version_meets_the_model():
     assert "gateway" in _related({"deployment": "vllm-llama-405b-fp8"}, {"model_name": "meta-llama/Llama-3.1-405B-Instruct-FP8"})
     assert "gateway" in _related({"deployment": "vllm-llama-3-70b"}, {"model_name": "meta-llama/Llama-3.1-70B-Instruct"})
