@@ -24,6 +24,15 @@ def env_flag(name: str, default: bool = False) -> bool:
     return value.strip().lower() in {"1", "true", "yes", "on"}
 
 
+def env_whole(name: str, default: int, low: int, high: int, unit: str = "") -> int:
+    """A whole number from `low` to `high` (`unit` names it in the error), or `default` when unset or blank."""
+    value = os.environ.get(name, "").strip() or str(default)
+    if not value.isdigit() or not low <= int(value) <= high:
+        of = f" of {unit}" if unit else ""
+        raise ImproperlyConfigured(f"{name} must be a whole number{of} from {low} to {high}, not {value!r}")
+    return int(value)
+
+
 def env_list(name: str, default: list[str]) -> list[str]:
     value = os.environ.get(name, "")
     items = [item.strip() for item in value.split(",") if item.strip()]
@@ -193,32 +202,19 @@ CELERY_TASK_ROUTES = {
 # With N > 1 shards, a key's runs always go to the same queue of N (`<queue>-0` ... `<queue>-N-1`,
 # chosen by a hash of the key), each served by one process that keeps its keys' engine state
 # between runs (incidents/correlation/state.py). Every process that enqueues must use the same N.
-CORRELATION_SHARDS = os.environ.get("ROOTLINE_CORRELATION_SHARDS", "1").strip() or "1"
-if not CORRELATION_SHARDS.isdigit() or not 1 <= int(CORRELATION_SHARDS) <= 64:
-    raise ImproperlyConfigured(f"ROOTLINE_CORRELATION_SHARDS must be a whole number from 1 to 64, not {CORRELATION_SHARDS!r}")
-CORRELATION_SHARDS = int(CORRELATION_SHARDS)
+CORRELATION_SHARDS = env_whole("ROOTLINE_CORRELATION_SHARDS", 1, 1, 64)
 # After a run, the key's next run waits up to twice its length, at most this pace (milliseconds): a
 # trickle of deliveries shares runs instead of paying a run's fixed cost per delivery; the first
 # alert after a quiet spell goes at once (incidents/correlation/enqueue.py). 0: no pacing.
-CORRELATION_PACE_MS = os.environ.get("ROOTLINE_CORRELATION_PACE_MS", "250").strip() or "250"
-if not CORRELATION_PACE_MS.isdigit() or int(CORRELATION_PACE_MS) > 60_000:
-    raise ImproperlyConfigured(f"ROOTLINE_CORRELATION_PACE_MS must be a whole number of milliseconds from 0 to 60000, not {CORRELATION_PACE_MS!r}")
-CORRELATION_PACE_SECONDS = int(CORRELATION_PACE_MS) / 1000
+CORRELATION_PACE_SECONDS = env_whole("ROOTLINE_CORRELATION_PACE_MS", 250, 0, 60_000, "milliseconds") / 1000
 # A correlation worker's run takes at most this many new alerts of its key, oldest first, each run
 # committed on its own (incidents/correlation/run.py). Bigger runs cost less per alert (a storm
 # cluster's 6,253 alerts: 395-491 µs each in runs of 1,000, 255-281 µs in one run), smaller runs
 # commit their first alerts sooner and hold the key's lock (which a person's merge waits on) for less.
-CORRELATION_SLICE = os.environ.get("ROOTLINE_CORRELATION_SLICE", "1000").strip() or "1000"
-if not CORRELATION_SLICE.isdigit() or not 100 <= int(CORRELATION_SLICE) <= 100_000:
-    raise ImproperlyConfigured(f"ROOTLINE_CORRELATION_SLICE must be a whole number of alerts from 100 to 100000, not {CORRELATION_SLICE!r}")
-CORRELATION_SLICE = int(CORRELATION_SLICE)
+CORRELATION_SLICE = env_whole("ROOTLINE_CORRELATION_SLICE", 1000, 100, 100_000, "alerts")
 # A worker's kept state ranks an incident of 500 alerts or more (edges, chain, root candidates)
 # at most this often; its alerts join it on every run meanwhile (incidents/correlation/state.py).
-CORRELATION_RANK_EVERY_MS = os.environ.get("ROOTLINE_CORRELATION_RANK_EVERY_MS", "5000").strip() or "5000"
-if not CORRELATION_RANK_EVERY_MS.isdigit() or int(CORRELATION_RANK_EVERY_MS) > 600_000:
-    raise ImproperlyConfigured("ROOTLINE_CORRELATION_RANK_EVERY_MS must be a whole number of milliseconds from 0 to 600000, "
-                               f"not {CORRELATION_RANK_EVERY_MS!r}")
-CORRELATION_RANK_EVERY_SECONDS = int(CORRELATION_RANK_EVERY_MS) / 1000
+CORRELATION_RANK_EVERY_SECONDS = env_whole("ROOTLINE_CORRELATION_RANK_EVERY_MS", 5000, 0, 600_000, "milliseconds") / 1000
 CELERY_BEAT_SCHEDULE = {
     # Every minute: deliveries still pending after a broker outage or a worker crash are enqueued again.
     "requeue-stale-deliveries": {
