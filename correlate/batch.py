@@ -5,8 +5,8 @@ engine.py), so a batch can hand whole clusters to forked worker processes and me
 incidents, sorted as `Correlator.incidents()` sorts them; the answer is the same as one process
 gives. Human merges and splits can join incidents across clusters, so a batch with any runs in
 one process. Only where `fork` exists (Linux): the children inherit the alerts and the catalog
-instead of receiving them pickled, and send back their incidents, pickled while this process
-correlates its own share.
+instead of receiving them pickled, and send back their incidents in pickled chunks, which this
+process unpickles as they come once it has correlated its own share.
 
 Forking a process that runs other threads is unsafe (a lock another thread holds stays held in
 the child), so `correlate()` forks only when asked to (`processes`), as the command line does.
@@ -15,9 +15,11 @@ from __future__ import annotations
 
 import os
 import pickle
+import queue
 import signal
+import threading
 import traceback
-from typing import Sequence
+from typing import BinaryIO, Sequence
 
 from correlate.catalog import Catalog
 from correlate.engine import correlate_here  # engine.correlate() imports this module when called
@@ -27,10 +29,12 @@ from correlate.topology import CLUSTER_KEYS
 
 # Below this many alerts a fork, pickling and unpickling cost more than the second core saves.
 MIN_ALERTS_TO_SPLIT = 5_000
-# A worker's share also pays for pickling its incidents (~15% of correlating them, on the
-# 100k-alert day), this process's for unpickling theirs (~8%): shares are balanced with that.
-_PICKLE_SHARE = 0.15
-_UNPICKLE_SHARE = 0.08
+# A worker's share also pays for pickling its incidents (~25% of correlating them, on the
+# 100k-alert day); this process unpickles them as they come (~10%), all but the last chunk while
+# the worker still pickles: shares are balanced with that.
+_PICKLE_SHARE = 0.25
+_UNPICKLE_SHARE = 0.02
+_CHUNK = 1_000  # incidents to a pickled chunk
 
 
 def can_split(alerts: Sequence[Alert], decisions: Sequence[Decision], processes: int) -> bool:
@@ -159,7 +163,7 @@ def _fork(share: list[Alert], decisions: Sequence[Decision], catalog: Catalog) -
         try:
             os.close(answer)
             with os.fdopen(out, "wb") as pipe:
-                pipe.write(_work(share, decisions, catalog))
+                _work(share, decisions, catalog, pipe)
             code = 0
         finally:
             os._exit(code)
@@ -167,24 +171,45 @@ def _fork(share: list[Alert], decisions: Sequence[Decision], catalog: Catalog) -
     return pid, answer
 
 
-def _work(share: list[Alert], decisions: Sequence[Decision], catalog: Catalog) -> bytes:
-    """In a worker: one share's incidents, or the error, pickled."""
+def _work(share: list[Alert], decisions: Sequence[Decision], catalog: Catalog, pipe: BinaryIO) -> None:
+    """In a worker: one share's incidents written to `pipe` as pickled chunks, then an end mark
+    (or the error). Chunks let the parent unpickle one while this process pickles the next; a
+    thread writes them, so that pickling goes on while the parent, still correlating its own
+    share, has not begun to read (a pipe holds 64 KiB)."""
+    chunks: queue.SimpleQueue[bytes | None] = queue.SimpleQueue()
+    writer = threading.Thread(target=_write_all, args=(chunks, pipe))
+    writer.start()
     try:
-        return pickle.dumps(("incidents", correlate_here(share, decisions, catalog)), protocol=pickle.HIGHEST_PROTOCOL)
+        incidents = correlate_here(share, decisions, catalog)
+        for start in range(0, len(incidents), _CHUNK):
+            chunks.put(pickle.dumps(("incidents", incidents[start:start + _CHUNK]), protocol=pickle.HIGHEST_PROTOCOL))
+        chunks.put(pickle.dumps(("end", None)))
     except BaseException:  # noqa: BLE001 - the parent raises it
-        return pickle.dumps(("error", traceback.format_exc()))
+        chunks.put(pickle.dumps(("error", traceback.format_exc())))
+    finally:
+        chunks.put(None)
+        writer.join()
+
+
+def _write_all(chunks: "queue.SimpleQueue[bytes | None]", pipe: BinaryIO) -> None:
+    while (chunk := chunks.get()) is not None:
+        pipe.write(chunk)
 
 
 def _received(pid: int, answer: int) -> list[Incident]:
+    incidents: list[Incident] = []
     with os.fdopen(answer, "rb", closefd=False) as pipe:
-        payload = pipe.read()
-    if not payload:
-        raise RuntimeError(f"a batch correlation worker (pid {pid}) ended without an answer "
-                           f"(exit code {_reap(pid, answer)})")
-    kind, value = pickle.loads(payload)
-    if kind == "error":
-        raise RuntimeError(f"a batch correlation worker failed:\n{value}")
-    return value
+        while True:
+            try:
+                kind, value = pickle.load(pipe)
+            except EOFError:
+                raise RuntimeError(f"a batch correlation worker (pid {pid}) ended without its whole answer "
+                                   f"(exit code {_reap(pid, answer)})") from None
+            if kind == "end":
+                return incidents
+            if kind == "error":
+                raise RuntimeError(f"a batch correlation worker failed:\n{value}")
+            incidents.extend(value)
 
 
 def _reap(pid: int, answer: int) -> int | None:

@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import json
 import os
+import pickle
 import random
 from datetime import timedelta
 
@@ -121,8 +122,27 @@ def test_a_failing_worker_raises_its_error():
 
 def test_a_worker_that_dies_is_reported(monkeypatch):
     monkeypatch.setattr(batch, "_work", lambda *args: os._exit(3))
-    with pytest.raises(RuntimeError, match="ended without an answer .*exit code 3"):
+    with pytest.raises(RuntimeError, match="ended without its whole answer .*exit code 3"):
         correlate(fleet_day(8), catalog=CATALOG, processes=2)
+
+
+def test_a_worker_that_dies_halfway_through_its_answer_is_reported(monkeypatch):
+    """Its first chunk arrived; the missing end mark still tells the parent the answer is cut."""
+    def first_chunk_then_die(share, decisions, catalog, pipe):
+        incidents = batch.correlate_here(share, decisions, catalog)
+        pickle.dump(("incidents", incidents[:1]), pipe)
+        pipe.flush()
+        os._exit(3)
+
+    monkeypatch.setattr(batch, "_work", first_chunk_then_die)
+    with pytest.raises(RuntimeError, match="ended without its whole answer .*exit code 3"):
+        correlate(fleet_day(8), catalog=CATALOG, processes=2)
+
+
+def test_answers_of_many_chunks_arrive_whole_and_in_order(monkeypatch):
+    monkeypatch.setattr(batch, "_CHUNK", 3)
+    alerts = fleet_day(9)
+    assert correlate(alerts, catalog=CATALOG, processes=2) == correlate(alerts, catalog=CATALOG)
 
 
 def test_workers_run_no_after_fork_hooks_of_the_libraries_loaded(tmp_path):
