@@ -6,6 +6,7 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 
 from django.db import connection
+from django.utils import timezone
 
 from correlate.results import Incident as EngineIncident
 from incidents.models import Alert, Decision, Incident, IncidentEdge, RootCandidate
@@ -29,16 +30,18 @@ def incidents_sync(*, key: str, rows: list[Alert], result: list[EngineIncident])
     assigned = assign_identities(result, by_key, previous, key)
     stored = StoredDetails.load([assigned[incident.id].pk for incident in result if incident.ranked])
     details = DetailWrites()
+    saves = IncidentSaves()
     touched: list[int] = []
     for engine_incident in result:
         incident = assigned[engine_incident.id]
         members = [by_key[member.key] for member in engine_incident.members if member.key in by_key]
-        changed = incident_write(incident, engine_incident, members, by_key)
+        changed = saves.add(incident, incident_changes(incident, engine_incident, members, by_key))
         if engine_incident.ranked:  # else the stored edges and candidates stay until it is ranked
             changed = details.edges(incident, engine_incident, by_key, stored.edges.get(incident.pk, [])) or changed
             changed = details.candidates(incident, engine_incident, by_key, stored.candidates.get(incident.pk, [])) or changed
         if changed:
             touched.append(incident.pk)
+    saves.flush()
     details.flush()
     alerts_write(rows, result, assigned, by_key)
     retire_emptied(previous, assigned, rows)
@@ -74,13 +77,15 @@ def assign_identities(result: list[EngineIncident], by_key: dict[str, Alert], pr
     A part split off by a person is the new one, however big: the incident people acted on (its
     acknowledgement, owner, notes) stays with the alerts they kept in it."""
     merged_away = set(Incident.objects.filter(pk__in=list(previous), merged_into__isnull=False).values_list("pk", flat=True))
+    stored_in = {alert_id: incident_id for incident_id, alert_ids in previous.items() if incident_id not in merged_away
+                 for alert_id in alert_ids}
     overlaps = []
     for engine_incident in result:
-        member_ids = {by_key[m.key].id for m in engine_incident.members if m.key in by_key}
-        for incident_id, alert_ids in previous.items():
-            shared = len(member_ids & alert_ids)
-            if shared and incident_id not in merged_away:
-                overlaps.append([False, -shared, incident_id, engine_incident.id])
+        # One pass over its members: a storm's run holds incidents of thousands of alerts, and
+        # intersecting each with every stored incident cost incidents x stored set operations.
+        shared_with = Counter(stored_in.get(by_key[m.key].id) for m in engine_incident.members if m.key in by_key)
+        shared_with.pop(None, None)
+        overlaps.extend([False, -shared, incident_id, engine_incident.id] for incident_id, shared in shared_with.items())
     if len({incident_id for *_, incident_id, _ in overlaps}) < len(overlaps):  # a stored incident now in parts
         split_off = split_off_parts(result, key)
         for overlap in overlaps:
@@ -112,7 +117,9 @@ def split_off_parts(result: list[EngineIncident], key: str) -> set[str]:
     return {incident.id for incident in result if all(member.key in named for member in incident.members)}
 
 
-def incident_write(incident: Incident, engine_incident: EngineIncident, members: list[Alert], by_key: dict[str, Alert]) -> bool:
+def incident_changes(incident: Incident, engine_incident: EngineIncident, members: list[Alert],
+                     by_key: dict[str, Alert]) -> list[str]:
+    """Set on `incident` what the engine's answer changes; returns the names of the fields changed."""
     values = {
         "started_at": min(row.starts_at for row in members),
         "last_alert_at": max(row.starts_at for row in members),
@@ -126,9 +133,28 @@ def incident_write(incident: Incident, engine_incident: EngineIncident, members:
     changed = [name for name, value in values.items() if getattr(incident, name) != value]
     for name in changed:
         setattr(incident, name, values[name])
-    if changed:
-        incident.save(update_fields=changed + ["updated_at"])
-    return bool(changed)
+    return changed
+
+
+class IncidentSaves:
+    """The incidents a run changed, written at the end in one UPDATE per set of changed fields
+    (a storm's run changes a few incidents the same way: their members, times and status)
+    instead of one `save()` each."""
+
+    def __init__(self) -> None:
+        self.by_fields: dict[tuple[str, ...], list[Incident]] = defaultdict(list)
+
+    def add(self, incident: Incident, changed: list[str]) -> bool:
+        if changed:
+            self.by_fields[tuple(sorted(changed))].append(incident)
+        return bool(changed)
+
+    def flush(self) -> None:
+        now = timezone.now()
+        for fields, incidents in self.by_fields.items():
+            for incident in incidents:
+                incident.updated_at = now
+            Incident.objects.bulk_update(incidents, [*fields, "updated_at"])
 
 
 def incident_details(engine_incident: EngineIncident, members: list[Alert], by_key: dict[str, Alert]) -> dict:
