@@ -55,6 +55,37 @@ def test_reader_dedupes_occurrences_and_keeps_the_resolution(tmp_path):
     assert oom.status == "resolved" and oom.ends_at == clock("02:09")
 
 
+def pd_event(action, dedup_key, at, summary="LLM gateway 5xx above 5%", **details):
+    return {"routing_key": "x", "event_action": action, "dedup_key": dedup_key,
+            "payload": {"summary": summary, "source": "checkly", "severity": "critical", "timestamp": at,
+                        "custom_details": details}}
+
+
+def test_events_api_triggers_are_firing_alerts_and_a_resolve_ends_them(tmp_path):
+    """Read as the app reads them (incidents/ingest/events.py), not as changes: a trigger fires
+    under its dedup_key, a resolve (its own time) ends the occurrence it names."""
+    stream = tmp_path / "events.jsonl"
+    stream.write_text("\n".join(json.dumps(body) for body in [
+        pd_event("trigger", "check-syd", "2026-03-14T02:00:00Z", model="support-bot"),
+        [pd_event("acknowledge", "check-syd", "2026-03-14T02:02:00Z"), pd_event("trigger", "check-tyo", "2026-03-14T02:01:00Z")],
+        pd_event("resolve", "check-syd", "2026-03-14T02:10:00Z"),
+        pd_event("resolve", "never-fired", "2026-03-14T02:11:00Z"),
+    ]) + "\n")
+    alerts = {alert.fingerprint: alert for alert in read_alerts([stream])}  # the acknowledge opened nothing
+    assert sorted(alerts) == ["check-syd", "check-tyo"]
+    syd = alerts["check-syd"]
+    assert syd.status == "resolved" and syd.ends_at == clock("02:10") and syd.starts_at == clock("02:00")
+    assert syd.labels["model"] == "support-bot" and syd.labels["severity"] == "critical"
+    assert "failure_mode" not in syd.labels  # not a change
+    assert alerts["check-tyo"].status == "firing"
+
+
+def test_an_alert_event_that_lost_its_action_is_skipped_not_read_as_a_change():
+    lost = pd_event("trigger", "check-syd", "2026-03-14T02:00:00Z")
+    del lost["event_action"]
+    assert alerts_from_body(lost) == []
+
+
 def test_change_events_are_keyed_like_the_app_keys_them():
     [change] = alerts_from_body(change_body("Deploy vllm-llama v2", "2026-03-14T01:45:00Z", cluster="prod-a"))
     assert change.fingerprint == event_fingerprint(source="argocd", summary="Deploy vllm-llama v2", component="")

@@ -799,13 +799,6 @@ def _failing(diagnosis: str, *checks: str) -> dict[str, str]:
 # scenario -> {check: diagnosis}. The tests of tests/correlate/test_unseen_fleets.py run these as
 # xfail(strict=True): fix the engine, see them XPASS (a failure), and remove the entry.
 KNOWN_FAILING: dict[str, dict[str, str]] = {
-    "events_api_synthetic_checks": _failing(
-        "correlate.io.alerts_from_body reads every body with a `payload` as a PagerDuty *Change* event "
-        "(failure_mode=change, layer=process, already resolved, fingerprint from source/summary), so the two "
-        "Events API v2 triggers (event_action=trigger, dedup_key, severity) become changes that cause nothing "
-        "after the fact. incidents/ingest/events.py parses them as firing alerts, and with that the engine "
-        "groups them (error_rate via the summary, sibling by custom_details.model). Fix: io reads event_action "
-        "bodies as alerts the way incidents/ingest/events.py does.", "grouping", "scorer"),
     "grafana_managed_instance_only": _failing(
         "`fb` (Hostname=gpu-bm-11, instance=10.20.1.11:9400) and the engine alerts (instance=10.20.1.11:8000, "
         "no pod) share nothing: topology reads a host from `instance` only for node-exporter jobs/port 9100, "
