@@ -12,11 +12,14 @@ from functools import lru_cache
 from typing import Iterable, Mapping
 
 POD_KEYS = ("exported_pod", "pod", "kubernetes_pod_name", "pod_name", "k8s_pod_name")
-NAMESPACE_KEYS = ("exported_namespace", "namespace", "kubernetes_namespace", "k8s_namespace_name")
+# Argo CD's notifications name where an application is deployed `destination_name` (the cluster,
+# as registered in Argo CD) and `destination_namespace`.
+NAMESPACE_KEYS = ("exported_namespace", "namespace", "kubernetes_namespace", "k8s_namespace_name", "destination_namespace")
 NODE_KEYS = ("node", "Hostname", "hostname", "kubernetes_node", "node_name", "nodename", "k8s_node_name", "host")
 # target_model_name first: a gateway's `model_name` is the name clients ask for (an alias, an
 # objective), its `target_model_name` the model the engines serve.
-MODEL_KEYS = ("target_model_name", "model", "model_name", "served_model_name", "model_id", "llm_model", "base_model")
+# LiteLLM's `litellm_model_name` is the deployment's model behind its public `model` alias.
+MODEL_KEYS = ("target_model_name", "litellm_model_name", "model", "model_name", "served_model_name", "model_id", "llm_model", "base_model")
 # Triton's `model` label names the model repository entry, the same in every deployment.
 REPOSITORY_MODELS = frozenset({"ensemble", "tensorrt_llm", "tensorrt_llm_bls", "preprocessing", "postprocessing"})
 # Directories an engine started without --served-model-name reports as its model (KServe's
@@ -31,10 +34,14 @@ DEPLOYMENT_KEYS = ("deployment", "statefulset", "workload", "leaderworkerset", "
 # How CD tools name what they changed (Argo CD applications, Helm releases): read only for a scope
 # with no pod, model or route (a change event), where a team-wide `app` label cannot mislead.
 APPLICATION_KEYS = ("application", "argocd_application", "app", "app_kubernetes_io_name", "helm_release", "release")
-ROUTE_KEYS = ("route", "httproute", "service", "destination_service_name", "destination_workload", "envoy_cluster_name",
+# `exported_service` first: a proxy's metric naming its backend service (ingress-nginx) keeps that
+# label as `exported_service` when the scrape target's own `service` label is attached.
+ROUTE_KEYS = ("route", "httproute", "exported_service", "service", "destination_service_name", "destination_workload", "envoy_cluster_name",
               "backend", "upstream", "inference_pool", "inferencepool", "pool", "server", "target")
-CLUSTER_KEYS = ("cluster", "k8s_cluster", "cluster_name", "kubernetes_cluster", "cluster_id", "k8s_cluster_name")
+CLUSTER_KEYS = ("cluster", "k8s_cluster", "cluster_name", "kubernetes_cluster", "cluster_id", "k8s_cluster_name",
+                "destination_name")
 EXPORTER_POD = re.compile(r"(dcgm|exporter|kube-state-metrics|prometheus|node-exporter|cadvisor|otel|collector|vmagent|grafana-agent|alloy)", re.I)
+_INGRESS_CONTROLLER = re.compile(r"ingress|haproxy|traefik|contour|kong|ambassador", re.I)
 _ROUTE_KINDS = frozenset({"httproute", "grpcroute", "tlsroute", "tcproute", "udproute"})
 _SIZE_TOKEN = re.compile(r"^(\d+x)?\d+(\.\d+)?[bmk]$")
 _K8S_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
@@ -185,10 +192,19 @@ def _is_exporter_pod(labels: Mapping[str, str], pod: str) -> bool:
     """
     if EXPORTER_POD.search(pod):
         return True
+    if ("ingress" in labels or "exported_service" in labels) and _INGRESS_CONTROLLER.search(pod):
+        return True  # the proxy that served the request, not the backend the alert is about
     if "dcgm" not in labels.get("job", "").lower() or "exported_pod" in labels:
         return False
     container = labels.get("container", "")
     return not container or bool(EXPORTER_POD.search(container)) or _looks_like_monitoring(labels.get("namespace", ""))
+
+
+def _node(labels: Mapping[str, str]) -> str:
+    """The node an alert names. An ingress's `host` is the virtual host clients asked for
+    (ingress-nginx labels requests with `host` and `ingress`), not a machine."""
+    keys = NODE_KEYS if "ingress" not in labels else tuple(key for key in NODE_KEYS if key != "host")
+    return _first(labels, keys) or _node_from_instance(labels)
 
 
 def _node_from_instance(labels: Mapping[str, str]) -> str:
@@ -210,7 +226,7 @@ def scope_of(labels: Mapping[str, str]) -> Scope:
         pod = ""
         if not labels.get("exported_namespace"):
             namespace = "" if _looks_like_monitoring(namespace) else namespace
-    node = _first(labels, NODE_KEYS) or _node_from_instance(labels)
+    node = _node(labels)
     gpus = _gpus(labels, node)
     deployment = _first(labels, DEPLOYMENT_KEYS) or (deployment_of_pod(pod) if pod else "")
     model = _model(labels)

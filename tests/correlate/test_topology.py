@@ -187,3 +187,32 @@ def test_links_learned_from_one_alert_relate_others_from_shortly_before_it():
     assert {"same_gpu", "same_node"} <= rel
     assert topo.nodes(pod_only, 4000.0) == frozenset()
     assert topo.learn(scope_of({"pod": "vllm-a-6c5d8f7b9c-abcde", "node": "n1"}), 9000.0) == []
+
+
+def test_litellms_deployment_model_is_the_model_not_its_public_alias():
+    scope = scope_of({"model": "docs-assistant", "litellm_model_name": "hosted_vllm/mistralai/Mixtral-8x7B-Instruct-v0.1",
+                      "pod": "litellm-proxy-5d8f7c9b6-k2x4p"})
+    assert scope.model == "Mixtral-8x7B-Instruct-v0.1"
+
+
+def test_an_ingress_alert_is_about_its_backend_not_the_controller_or_the_virtual_host():
+    """ingress-nginx's metrics name the backend as `exported_service` (the scrape target's own
+    `service` is attached), the controller pod that proxied, and the HTTP `host` clients asked for."""
+    scope = scope_of({"cluster": "dc2", "namespace": "ingress-nginx", "pod": "ingress-nginx-controller-6c7d8f9b5-m2x4q",
+                      "service": "ingress-nginx-controller-metrics", "exported_namespace": "assistants",
+                      "ingress": "llama-70b-api", "exported_service": "vllm-llama-70b", "host": "llm.internal.example.com"})
+    assert (scope.route, scope.namespace, scope.pod, scope.node) == ("vllm-llama-70b", "assistants", "", "")
+    assert "llama~70b" in scope.gateway_keys
+
+
+def test_a_host_label_still_names_the_node_outside_an_ingress():
+    assert scope_of({"host": "gpu-node-7", "pod": "vllm-a-7d9f8b6c5d-x2k4p"}).node == "gpu-node-7"
+    # A controller's own trouble (no backend named) keeps its pod.
+    assert scope_of({"pod": "ingress-nginx-controller-6c7d8f9b5-m2x4q", "namespace": "ingress-nginx"}).pod \
+        == "ingress-nginx-controller-6c7d8f9b5-m2x4q"
+
+
+def test_an_argo_cd_change_names_its_cluster_and_namespace_as_destination():
+    scope = scope_of({"alertname": "ArgoCDSyncSucceeded", "application": "vllm-llama-70b", "destination_name": "gke-llm-apac",
+                      "destination_namespace": "serving", "failure_mode": "change"})
+    assert (scope.cluster, scope.namespace, scope.deployment) == ("gke-llm-apac", "serving", "vllm-llama-70b")

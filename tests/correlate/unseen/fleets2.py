@@ -807,21 +807,6 @@ KNOWN_FAILING: dict[str, dict[str, str]] = {
         "pod-less alert's `instance` host joins its node identities (same_node on a shared host) and its "
         "host:port acts as its pod; Grafana's DatasourceNoData/Error take the scope of the rule named by "
         "`rulename`.", "grouping", "scorer"),
-    "ingress_499_ghosts_instance_only": _failing(
-        "The ingress-nginx alerts are scoped to the controller, not to the backend: route = `service` "
-        "(ingress-nginx-controller-metrics) while `exported_service` (vllm-llama-70b) and `ingress` are not "
-        "route keys, pod = the controller's own pod, and node = `host` (the HTTP Host header, read as a node "
-        "name). So `hangups` (timeout) has no sibling/gateway relation to the engine alerts and splits off with "
-        "`ingress_p99` (joined only by same controller pod, which would also merge unrelated ingresses). Fix: "
-        "`exported_service` (then `ingress`) before `service` as POD_KEYS prefer exported_pod; ingress "
-        "controllers' own pods treated like exporters; drop `host` from NODE_KEYS.", "grouping", "scorer"),
-    "nan_logits_garbage_then_errors": _failing(
-        "`litellm` (LiteLLMDeploymentFailures, litellm_model_name='hosted_vllm/mistralai/Mixtral-8x7B-"
-        "Instruct-v0.1', api_base=http://vllm-mixtral-8x7b.docs-ai.svc:8000/v1) is scoped to the proxy pod only: "
-        "neither `litellm_model_name` (MODEL_KEYS) nor `api_base` (ROUTE_KEYS) is read, so no sibling/gateway "
-        "relation to the NaN pod and numeric->error_rate cannot apply. Fix: read `litellm_model_name` as a "
-        "model key (the path reduction already yields Mixtral-8x7B-Instruct-v0.1) and `api_base` as a route.",
-        "grouping", "scorer"),
     "node_not_ready_takes_two_models": _failing(
         "Everything joins except `qwen_ttft` (model Qwen/Qwen2.5-7B-Instruct): its gateway stems "
         "(qwen2-5-7b, qwen2~5~7b, qwen2~7b) never meet the deployment's (sglang-qwen25-7b -> qwen25-7b, "
@@ -829,12 +814,6 @@ KNOWN_FAILING: dict[str, dict[str, str]] = {
         "is a different token; so no sibling/gateway relation and no queueing/restart->slo_ttft edge. Fix: a "
         "compact stem (family+version digits joined, then the size: qwen25~7b for both; qwen2-57b stays "
         "qwen2~57b) accepted as a gateway match.", "grouping", "scorer"),
-    "rollout_root_twenty_minutes_early_and_decoy": _failing(
-        "The Argo CD change names its cluster `destination_name` (and namespace `destination_namespace`), "
-        "which are not CLUSTER_KEYS, so the change is cluster-less and never meets the gke-llm-apac alerts "
-        "(clusters never mix). With `destination_name` read, the 20-minute-early rollout becomes incident A's "
-        "root and the decoy stays out. Fix: read destination_name/destination_namespace on change events "
-        "(caveat: Argo's local cluster is often named `in-cluster`).", "grouping", "scorer"),
     "spec_decode_draft_swap_slo_burn": _failing(
         "(1) `accept_0/1` use avg_over_time(...[10m]), so their onsets are put at 09:56/09:57, before the "
         "10:00 deploy; a deploy only links to alerts whose onset is after it (Correlator.link_change: dt < 0 "
