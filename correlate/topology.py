@@ -127,7 +127,10 @@ def gateway_stems(key: str) -> frozenset[str]:
     ('deepseek~r1~32b' for both 'deepseek-r1-distill-qwen-32b' and 'deepseek-r1-qwen-32b'), and
     a third the family and size alone ('llama~405b' of 'llama-3-1-405b-instruct'), for a
     deployment named without the model's version ('vllm-llama-405b'); `relations` accepts that
-    one only where the versions do not disagree (see `_versions_agree`).
+    one only where the versions do not disagree (see `_versions_agree`). A fourth joins the
+    family and version words before the size ('qwen25^7b' for 'qwen2-5-7b' and 'qwen25-7b',
+    'llama31^70b' for 'llama-3-1-70b' and 'llama31-70b'), for a version written without its dot;
+    it is made only when it holds a version ('qwen2-57b' stays 'qwen2^57b').
     """
     if not key:
         return frozenset()
@@ -141,6 +144,9 @@ def gateway_stems(key: str) -> frozenset[str]:
             stems.add("~".join([tokens[0], *numbered]))
             if len(numbered) > 1:
                 stems.add(f"{tokens[0]}~{tokens[size - 1]}")
+            compact = "".join([tokens[0], *numbered[:-1]])
+            if any(ch.isdigit() for ch in compact):
+                stems.add(f"{compact}^{tokens[size - 1]}")
             break
     return frozenset(stems)
 

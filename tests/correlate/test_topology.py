@@ -216,3 +216,15 @@ def test_an_argo_cd_change_names_its_cluster_and_namespace_as_destination():
     scope = scope_of({"alertname": "ArgoCDSyncSucceeded", "application": "vllm-llama-70b", "destination_name": "gke-llm-apac",
                       "destination_namespace": "serving", "failure_mode": "change"})
     assert (scope.cluster, scope.namespace, scope.deployment) == ("gke-llm-apac", "serving", "vllm-llama-70b")
+
+
+@pytest.mark.parametrize("model, deployment, related", [
+    ("Qwen/Qwen2.5-7B-Instruct", "sglang-qwen25-7b", True),  # a version written without its dot
+    ("meta-llama/Llama-3.1-70B-Instruct", "vllm-llama31-70b", True),
+    ("Qwen/Qwen2-57B-A14B-Instruct", "sglang-qwen25-7b", False),  # Qwen2 57B is not Qwen2.5 7B
+    ("Qwen/Qwen2-7B-Instruct", "sglang-qwen25-7b", False),
+])
+def test_a_model_meets_its_deployment_named_with_a_dotless_version(model, deployment, related):
+    gateway = scope_of({"model_name": model})
+    engine = scope_of({"pod": f"{deployment}-7d9f8b6c5d-x2k4p", "namespace": "llm"})
+    assert ("gateway" in relations(gateway, engine, frozenset(), frozenset(), frozenset(), frozenset())) is related

@@ -807,13 +807,6 @@ KNOWN_FAILING: dict[str, dict[str, str]] = {
         "pod-less alert's `instance` host joins its node identities (same_node on a shared host) and its "
         "host:port acts as its pod; Grafana's DatasourceNoData/Error take the scope of the rule named by "
         "`rulename`.", "grouping", "scorer"),
-    "node_not_ready_takes_two_models": _failing(
-        "Everything joins except `qwen_ttft` (model Qwen/Qwen2.5-7B-Instruct): its gateway stems "
-        "(qwen2-5-7b, qwen2~5~7b, qwen2~7b) never meet the deployment's (sglang-qwen25-7b -> qwen25-7b, "
-        "qwen25~7b) because a dotted version written without its dot (qwen25 for Qwen2.5, llama31 for Llama-3.1) "
-        "is a different token; so no sibling/gateway relation and no queueing/restart->slo_ttft edge. Fix: a "
-        "compact stem (family+version digits joined, then the size: qwen25~7b for both; qwen2-57b stays "
-        "qwen2~57b) accepted as a gateway match.", "grouping", "scorer"),
     "spec_decode_draft_swap_slo_burn": _failing(
         "(1) `accept_0/1` use avg_over_time(...[10m]), so their onsets are put at 09:56/09:57, before the "
         "10:00 deploy; a deploy only links to alerts whose onset is after it (Correlator.link_change: dt < 0 "
@@ -825,14 +818,6 @@ KNOWN_FAILING: dict[str, dict[str, str]] = {
         "(tpot-p99) for the SLO mode and let a workload-less SLO alert relate to same-mode alerts of its "
         "namespace. Debatable member: its only formal link is namespace + the `tpot` word + time.",
         "grouping", "scorer"),
-    "thermal_throttle_really_slows_decode": _failing(
-        "GPU temperature / thermal violation are classified gpu_error (matcher gpu-xid-ecc) and the catalog "
-        "has no rule from gpu_error to slo_itl/slo_tpot; `itl` joins only through the tight same-pod window, "
-        "and the EPP `tpot` (model Llama-3.1-70B-Instruct) relates to nothing: the temperature alerts' "
-        "deployment sglang-llama31-70b and the model share no gateway stem (llama31~70b vs llama~3~1~70b). "
-        "Tested: rules gpu_error->slo_itl/slo_tpot (same_pod, same_gpu, same_node, sibling, gateway) plus the "
-        "compact stem of node_not_ready_takes_two_models make it pass, and break none of the 31 others. "
-        "Better still: a thermal/power throttling mode apart from Xid/ECC.", "grouping", "scorer"),
     "trtllm_lws_worker_gpu_lost": _failing(
         "(1) The Xid names the LWS worker pod trtllm-llama31-405b-0-1, every effect names leader "
         "trtllm-llama31-405b-0 (another node): gpu_error->restart/error_rate need same_pod/gpu/node, and the "
