@@ -21,7 +21,7 @@ from correlate.classify import Classification, Classifier
 from correlate.events import RESOLVED, Alert, occurrence_key
 from correlate.ranking import numbered_edges, rank_numbered
 from correlate.results import Decision, Edge, Exclude, FalsePositive, Incident, Member, Merge, Split
-from correlate.timing import as_utc, lookback
+from correlate.timing import MAX_LOOKBACK, as_utc, lookback
 from correlate.topology import Scope, Topology, gateway_key, in_change_scope, relations, scope_of
 
 _TIGHT = frozenset({"same_pod", "same_gpu"})
@@ -32,6 +32,7 @@ _MODE_IDS: dict[str, int] = {}  # failure mode -> small number, to look pair gap
 _WIDE_KEYS = frozenset({"gw", "dep", "model"})  # buckets of a workload or model, not of one place
 _LOCAL = frozenset({"same_pod", "same_gpu", "same_node", "co_located"})  # relations the pod/node/GPU buckets find
 _NOWHERE: frozenset[str] = frozenset()
+_MAX_LOOKBACK_SECONDS = MAX_LOOKBACK.total_seconds()  # the furthest an alert is placed before it fired
 
 
 class _Entry:
@@ -538,6 +539,8 @@ class _Partition:
                     linked.add(self.find(change.key))
         elif x.change_kind in ("remediation", "rule_edit"):
             linked.update(self.find(y.key) for y in self._remediated(x, keys))
+        else:
+            linked.update(self.find(y.key) for y in self._fired_after(x, keys))
         self._open_group(x)
         if linked:
             agg = self.agg
@@ -713,6 +716,32 @@ class _Partition:
                     break
                 rel = relations(change.scope, y.scope, change.nodes, y.nodes, change.gpus, y.gpus)
                 if in_change_scope(change.scope, y.scope, y.nodes, rel):
+                    found[id(y)] = y
+        return list(found.values())
+
+    def _fired_after(self, change: _Entry, keys: tuple[tuple[str, str], ...]) -> list[_Entry]:
+        """Earlier-placed alerts in the change's scope that fired after it: a rule over a wide
+        window is placed at its window's start (`timing.lookback`), which may lie before the
+        change that caused it, yet the window's end, when it fired, came after. Each gets the
+        change's edge here, recorded on the change (linked later than the alert)."""
+        engine = self.engine
+        rules = engine._rule_pairs
+        found: dict[int, _Entry] = {}
+        for index_key in keys:
+            for y in reversed(self.index.get(index_key, ())):
+                if y.t < change.t - _MAX_LOOKBACK_SECONDS:
+                    break
+                if y.t >= change.t or id(y) in found or y.mode == "change" or y.excluded:
+                    continue
+                lag = _epoch(y.starts_at) - change.t
+                if lag < 0 or lag > engine.change_window:
+                    continue
+                rel = relations(change.scope, y.scope, change.nodes, y.nodes, change.gpus, y.gpus)
+                if not in_change_scope(change.scope, y.scope, y.nodes, rel):
+                    continue
+                rule = next((rule_id for rule_id, max_lag, _ in rules.get(("change", y.mode), ()) if lag <= max_lag), None)
+                if rule is not None:
+                    change.edges.append(_edge(change, y, rule, lag, "in_change_scope"))
                     found[id(y)] = y
         return list(found.values())
 

@@ -123,6 +123,23 @@ def test_change_is_a_suspect_for_its_scope_within_half_an_hour():
     assert len(too_early) == 2
 
 
+def test_a_change_causes_a_slow_rule_that_fired_after_it_though_its_window_began_before():
+    """A 10-minute average that fires 6 minutes after a deploy is placed 4 minutes before it
+    (its window's start); the deploy still caused it. One that fired before the deploy did not."""
+    window = "avg_over_time(vllm:spec_decode_draft_acceptance_rate[10m]) < 0.4"
+    slow = make_alert("SpecDecodeAcceptanceLow", "01:36", expr=window, pod=POD, **LABELS)
+    before = make_alert("LLMRequestErrorsHigh", "01:29", expr="sum(rate(vllm:request_failure_total[10m])) > 1",
+                        pod=SIBLING, **LABELS)
+    for order in ([deploy_change("01:30"), slow, before], [slow, before, deploy_change("01:30")]):
+        incidents = correlate(order, catalog=CATALOG)
+        incident = only(incidents, "Deploy vllm-llama v0.12")
+        assert root_name(incident) == "Deploy vllm-llama v0.12"
+        assert [e.rule for e in incident.edges] == ["change->any"]
+        assert incident.edges[0].lag_seconds == 6 * 60  # from the deploy to when the rule fired
+        assert any(m.alertname == "SpecDecodeAcceptanceLow" and m.starts_at == clock("01:36") for m in incident.members)
+        assert "LLMRequestErrorsHigh" not in names(incident)  # fired before the deploy
+
+
 def test_change_elsewhere_is_not_a_suspect():
     other = make_alert("LLMContainerOOMKilled", "02:00", pod="sglang-qwen-0", cluster="prod-a", namespace="llm")
     incidents = correlate([deploy_change("01:50"), other], catalog=CATALOG)

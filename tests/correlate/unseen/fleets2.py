@@ -808,11 +808,8 @@ KNOWN_FAILING: dict[str, dict[str, str]] = {
         "host:port acts as its pod; Grafana's DatasourceNoData/Error take the scope of the rule named by "
         "`rulename`.", "grouping", "scorer"),
     "spec_decode_draft_swap_slo_burn": _failing(
-        "(1) `accept_0/1` use avg_over_time(...[10m]), so their onsets are put at 09:56/09:57, before the "
-        "10:00 deploy; a deploy only links to alerts whose onset is after it (Correlator.link_change: dt < 0 "
-        "-> no link, no slack; and changes are processed in onset order, so a later change never looks back), "
-        "though both fired 6-7 min after it. With 5m windows the deploy joins and ranks first. Fix: a change "
-        "is a suspect for alerts that *fire* after it even when their window-based onset precedes it. (2) `slo` "
+        "(The deploy as root of `accept_0/1`, whose 10m windows place them before it though they fired "
+        "after it, is fixed: _Partition._fired_after.) `slo` "
         "(Sloth burn rate, labels sloth_service/sloth_slo/sloth_id only) has a namespace-only scope and "
         "error_rate mode: nothing relates it (no slo_tpot->error_rate rule, no workload). Fix: read `sloth_slo` "
         "(tpot-p99) for the SLO mode and let a workload-less SLO alert relate to same-mode alerts of its "
