@@ -26,7 +26,7 @@ FAILURE_MODES = (
 )
 ANY_MODE = "*"
 SCOPE_RELATIONS = (
-    "same_pod", "same_gpu", "same_node", "same_deployment", "sibling", "same_model",
+    "same_pod", "same_gpu", "same_node", "same_group", "same_deployment", "sibling", "same_model",
     "gateway", "same_namespace", "same_cluster", "in_change_scope", "co_located",
 )
 
@@ -41,6 +41,8 @@ class ModeInfo:
     layer: str
     depth: int
     label: str
+    # Where two alerts of this mode are one trouble (None: `settings.same_mode_scope`).
+    same_mode_scope: frozenset[str] | None = None
 
 
 @dataclass(frozen=True)
@@ -319,8 +321,18 @@ def _build_modes(raw: Mapping[str, Any], layers: tuple[str, ...]) -> dict[str, M
         layer = spec.get("layer", modes.get(name, ModeInfo(name, "unknown", 0, name)).layer)
         if layer not in layers:
             raise CatalogError(f"modes.{name}: unknown layer {layer!r}")
-        modes[name] = ModeInfo(name, layer, int(spec.get("depth", 0)), str(spec.get("label", name)))
+        modes[name] = ModeInfo(name, layer, int(spec.get("depth", 0)), str(spec.get("label", name)),
+                               _relations(spec["same_mode_scope"], f"modes.{name}.same_mode_scope")
+                               if spec.get("same_mode_scope") is not None else None)
     return modes
+
+
+def _relations(raw: Any, where: str) -> frozenset[str]:
+    names = [raw] if isinstance(raw, str) else list(raw or ())
+    unknown = [name for name in names if name not in SCOPE_RELATIONS]
+    if unknown:
+        raise CatalogError(f"{where}: unknown relation(s) {', '.join(map(str, unknown))}; known: {', '.join(SCOPE_RELATIONS)}")
+    return frozenset(names)
 
 
 def _build_matcher(raw: Mapping[str, Any], modes: Mapping[str, ModeInfo], layers: tuple[str, ...]) -> Matcher:

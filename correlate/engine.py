@@ -22,10 +22,10 @@ from correlate.events import RESOLVED, Alert, occurrence_key
 from correlate.ranking import numbered_edges, rank_numbered
 from correlate.results import Decision, Edge, Exclude, FalsePositive, Incident, Member, Merge, Split
 from correlate.timing import MAX_LOOKBACK, as_utc, lookback
-from correlate.topology import Scope, Topology, gateway_key, in_change_scope, relations, scope_of
+from correlate.topology import Scope, Topology, gateway_key, group_of, in_change_scope, relations, scope_of
 
 _TIGHT = frozenset({"same_pod", "same_gpu"})
-_RELATION_ORDER = ("same_pod", "same_gpu", "same_node", "same_deployment", "sibling", "same_model",
+_RELATION_ORDER = ("same_pod", "same_gpu", "same_node", "same_group", "same_deployment", "sibling", "same_model",
                    "gateway", "same_namespace", "in_change_scope", "same_cluster")
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _MODE_IDS: dict[str, int] = {}  # failure mode -> small number, to look pair gaps up in a list
@@ -1029,6 +1029,9 @@ def _scope_keys(scope: Scope) -> tuple[tuple[str, str], ...]:
     keys: list[tuple[str, str]] = [("gw", k) for k in scope.gateway_keys]
     if scope.pod:
         keys.append(("pod", scope.pod))
+        group = group_of(scope.pod)
+        if group != scope.pod:  # a worker of a pod group is found with its leader's alerts too
+            keys.append(("pod", group))
     if scope.node:
         keys.append(("node", scope.node))
     keys.extend(("gpu", g) for g in scope.gpus)
@@ -1063,6 +1066,8 @@ class Correlator:
         self.rule_edit_window = self.catalog.changes.rule_edit_window.total_seconds()
         self.rule_edit_causal = self.catalog.changes.rule_edit_causal_within.total_seconds()
         self.same_mode_scope = settings.same_mode_scope
+        self._same_mode_scopes = {name: info.same_mode_scope if info.same_mode_scope is not None else self.same_mode_scope
+                                  for name, info in self.catalog.modes.items()}
         self.quiet = settings.quiet_after_resolve.total_seconds()
         self.max_idle = settings.max_idle.total_seconds()
         self.max_span = settings.max_span.total_seconds()
@@ -1105,7 +1110,7 @@ class Correlator:
 
     def _kinds_implied_by_same_pod(self) -> frozenset[str]:
         """"node"/"gpu" when every scope naming same_node/same_gpu also names same_pod."""
-        scopes = [rule.scope for rule in self.catalog.rules] + [self.same_mode_scope, _TIGHT]
+        scopes = [rule.scope for rule in self.catalog.rules] + [self.same_mode_scope, _TIGHT, *self._same_mode_scopes.values()]
         relation_of = {"node": "same_node", "gpu": "same_gpu"}
         return frozenset(kind for kind, relation in relation_of.items()
                          if all("same_pod" in scope for scope in scopes if relation in scope))
@@ -1394,7 +1399,8 @@ class Correlator:
         same = x.mode == y.mode
         back = next(((rule_id, _tightest(scope & rel)) for rule_id, _, scope in backward if scope & rel), None)
         forwards = tuple((rule_id, max_lag, _tightest(scope & rel)) for rule_id, max_lag, scope in forward if scope & rel)
-        return (back if same else None, forwards, None if same else back, same and bool(rel & self.same_mode_scope),
+        same_trouble = same and bool(rel & self._same_mode_scopes.get(x.mode, self.same_mode_scope))
+        return (back if same else None, forwards, None if same else back, same_trouble,
                 bool(rel & _TIGHT), same)
 
     def link_change(self, change: _Entry, x: _Entry) -> bool:

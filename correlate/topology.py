@@ -97,6 +97,17 @@ def deployment_of_pod(pod: str) -> str:
 
 
 @lru_cache(maxsize=65536)
+def group_of(pod: str) -> str:
+    """The pod group a pod belongs to: a LeaderWorkerSet's workers are `<lws>-<g>-<i>` (pods of a
+    StatefulSet named `<lws>-<g>`) and its leader is `<lws>-<g>`, so a worker's group is its
+    leader's name; any other pod is its own group."""
+    owner = _STATEFUL_POD.match(pod)
+    if owner and _STATEFUL_POD.match(owner.group("name")):
+        return owner.group("name")
+    return pod
+
+
+@lru_cache(maxsize=65536)
 def gateway_key(name: str) -> str:
     """A service, route or model name reduced to the words that name the model it serves."""
     text = name.strip().lower()
@@ -364,6 +375,8 @@ def relations(a: Scope, b: Scope, a_nodes: frozenset[str], b_nodes: frozenset[st
         found.add("same_namespace")
     if a.pod and a.pod == b.pod and same_ns:
         found.add("same_pod")
+    elif a.pod and b.pod and same_ns and group_of(a.pod) == group_of(b.pod):
+        found.add("same_group")  # one multi-node engine: a LeaderWorkerSet group's leader and workers
     if a_gpus and b_gpus and not a_gpus.isdisjoint(b_gpus):
         found.add("same_gpu")
     if a_nodes and b_nodes and not a_nodes.isdisjoint(b_nodes):

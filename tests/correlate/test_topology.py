@@ -228,3 +228,18 @@ def test_a_model_meets_its_deployment_named_with_a_dotless_version(model, deploy
     gateway = scope_of({"model_name": model})
     engine = scope_of({"pod": f"{deployment}-7d9f8b6c5d-x2k4p", "namespace": "llm"})
     assert ("gateway" in relations(gateway, engine, frozenset(), frozenset(), frozenset(), frozenset())) is related
+
+
+def test_a_leaderworkersets_workers_and_leader_are_one_pod_group():
+    from correlate.topology import group_of
+
+    assert group_of("trtllm-llama31-405b-0-1") == "trtllm-llama31-405b-0"  # worker 1 of group 0
+    assert group_of("trtllm-llama31-405b-0") == "trtllm-llama31-405b-0"  # the leader
+    assert group_of("vllm-llama-7d9f8b6c5d-x2k4p") == "vllm-llama-7d9f8b6c5d-x2k4p"
+    worker = scope_of({"pod": "trtllm-llama31-405b-0-1", "namespace": "frontier"})
+    leader = scope_of({"pod": "trtllm-llama31-405b-0", "namespace": "frontier"})
+    other_group = scope_of({"pod": "trtllm-llama31-405b-1-1", "namespace": "frontier"})
+    none = frozenset()
+    assert "same_group" in relations(worker, leader, none, none, none, none)
+    assert "same_group" not in relations(other_group, leader, none, none, none, none)
+    assert "same_group" not in relations(scope_of({"pod": "vllm-a-0"}), scope_of({"pod": "vllm-a-1"}), none, none, none, none)

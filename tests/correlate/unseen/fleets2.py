@@ -815,17 +815,6 @@ KNOWN_FAILING: dict[str, dict[str, str]] = {
         "(tpot-p99) for the SLO mode and let a workload-less SLO alert relate to same-mode alerts of its "
         "namespace. Debatable member: its only formal link is namespace + the `tpot` word + time.",
         "grouping", "scorer"),
-    "trtllm_lws_worker_gpu_lost": _failing(
-        "(1) The Xid names the LWS worker pod trtllm-llama31-405b-0-1, every effect names leader "
-        "trtllm-llama31-405b-0 (another node): gpu_error->restart/error_rate need same_pod/gpu/node, and the "
-        "leader's scan never reads the worker's buckets, so `xid` is cut off from the cascade. Fix: a "
-        "`same_group` relation and index key for one multi-node engine (`<lws>-<g>` leader, `<lws>-<g>-<i>` "
-        "workers, worker StatefulSet `<lws>-<g>`) admitted by the hardware/crash rules but not by the "
-        "tight-scope window (tested: making the group the pod joins `xid` but drags the PCIe noise in through "
-        "the 5-minute same-pod rule). (2) `pcie` (group 1's worker) joins `xid` as 'same mode on related "
-        "scopes': two GPU faults on different nodes of one model are one trouble under same_mode_scope "
-        "(sibling/gateway). Fix: same_mode_scope per mode, gpu_error limited to same_gpu/same_node.",
-        "grouping", "noise", "scorer"),
     "xid_uncontained_ecc_crashes_engine": _failing(
         "`gw_5xx` (envoy_cluster_name=httproute/reasoning/deepseek-r1/rule/0, namespace envoy-gateway-system) "
         "stays alone: the route key `deepseek-r1` has no size word, so it shares no gateway stem with "
