@@ -22,7 +22,7 @@ from correlate.events import RESOLVED, Alert, occurrence_key
 from correlate.ranking import numbered_edges, rank_numbered
 from correlate.results import Decision, Edge, Exclude, FalsePositive, Incident, Member, Merge, Split
 from correlate.timing import MAX_LOOKBACK, as_utc, lookback
-from correlate.topology import Scope, Topology, gateway_key, group_of, in_change_scope, relations, scope_of
+from correlate.topology import Scope, Topology, gateway_key, in_change_scope, relations, scope_of
 
 _TIGHT = frozenset({"same_pod", "same_gpu"})
 _RELATION_ORDER = ("same_pod", "same_gpu", "same_node", "same_group", "same_deployment", "sibling", "same_model",
@@ -30,7 +30,8 @@ _RELATION_ORDER = ("same_pod", "same_gpu", "same_node", "same_group", "same_depl
 _EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
 _MODE_IDS: dict[str, int] = {}  # failure mode -> small number, to look pair gaps up in a list
 _WIDE_KEYS = frozenset({"gw", "dep", "model"})  # buckets of a workload or model, not of one place
-_LOCAL = frozenset({"same_pod", "same_gpu", "same_node", "co_located"})  # relations the pod/node/GPU buckets find
+# Relations the pod/node/GPU buckets find (a pod group's alerts are all in its leader's pod bucket).
+_LOCAL = frozenset({"same_pod", "same_gpu", "same_node", "co_located", "same_group"})
 _NOWHERE: frozenset[str] = frozenset()
 _MAX_LOOKBACK_SECONDS = MAX_LOOKBACK.total_seconds()  # the furthest an alert is placed before it fired
 
@@ -424,6 +425,7 @@ class _Partition:
         link = engine._link  # the gap was checked just above
         x_nodes, x_gpus = x.nodes, x.gpus
         x_placed = bool(x_nodes or x_gpus)  # else no pair can share a node or GPU
+        x_group = x.scope.group or None
         kept = _Kept(x, self)
         marks = kept.marks
         reorder, slack, x_depth = engine.reorder, engine.slack, x.cls.depth
@@ -480,6 +482,8 @@ class _Partition:
                                 apart = y_nodes.isdisjoint(x_nodes) and y_gpus.isdisjoint(x_gpus)
                             else:
                                 apart = True
+                            if apart and x_group is not None and y.scope.group == x_group:
+                                apart = False  # one pod group: its rules link across nodes
                             if apart:
                                 forward_lag, backward, same = apart_needs[y.mode_id]
                         wanted = _FORWARD if dt <= forward_lag else 0
@@ -1029,9 +1033,8 @@ def _scope_keys(scope: Scope) -> tuple[tuple[str, str], ...]:
     keys: list[tuple[str, str]] = [("gw", k) for k in scope.gateway_keys]
     if scope.pod:
         keys.append(("pod", scope.pod))
-        group = group_of(scope.pod)
-        if group != scope.pod:  # a worker of a pod group is found with its leader's alerts too
-            keys.append(("pod", group))
+        if scope.group != scope.pod:  # a worker of a pod group is found with its leader's alerts too
+            keys.append(("pod", scope.group))
     if scope.node:
         keys.append(("node", scope.node))
     keys.extend(("gpu", g) for g in scope.gpus)
@@ -1145,7 +1148,7 @@ class Correlator:
             found = [False] * len(_MODE_IDS)
             for mode, number in _MODE_IDS.items():
                 rules = self._rule_pairs.get((mode, later), ()) + self._rule_pairs.get((later, mode), ())
-                found[number] = mode == later or any(scope - _LOCAL for _, _, scope in rules)
+                found[number] = (mode == later and self._same_trouble_beyond_local(later)) or any(scope - _LOCAL for _, _, scope in rules)
             self._wide_modes[later] = found
         return found
 
@@ -1170,9 +1173,13 @@ class Correlator:
             for mode, number in _MODE_IDS.items():
                 forward = [lag for _, lag, scope in self._rule_pairs.get((mode, later), ()) if scope - _LOCAL]
                 backward = any(scope - _LOCAL for _, _, scope in self._rule_pairs.get((later, mode), ()))
-                found[number] = (max(forward, default=-1.0), backward, mode == later)
+                found[number] = (max(forward, default=-1.0), backward, mode == later and self._same_trouble_beyond_local(later))
             self._apart_needs[later] = found
         return found
+
+    def _same_trouble_beyond_local(self, mode: str) -> bool:
+        """Whether two alerts of `mode` can be one trouble on no common pod, GPU or node."""
+        return bool(self._same_mode_scopes.get(mode, self.same_mode_scope) - _LOCAL)
 
     def _local_rules_for(self, later: str) -> list[bool]:
         """Per earlier mode's number: whether some rule linking it with `later` needs one pod,

@@ -67,6 +67,7 @@ class Scope:
     gpus: frozenset[str] = frozenset()
     route: str = ""
     gateway_keys: frozenset[str] = frozenset()
+    group: str = ""  # group_of(pod): the pod group (a LeaderWorkerSet's leader) its pod belongs to
 
     def describe(self) -> str:
         """The narrowest place, as people say it in an incident channel."""
@@ -266,6 +267,7 @@ def scope_of(labels: Mapping[str, str]) -> Scope:
         gpus=gpus,
         route=route,
         gateway_keys=frozenset(keys),
+        group=group_of(pod) if pod else "",
     )
 
 
@@ -375,7 +377,7 @@ def relations(a: Scope, b: Scope, a_nodes: frozenset[str], b_nodes: frozenset[st
         found.add("same_namespace")
     if a.pod and a.pod == b.pod and same_ns:
         found.add("same_pod")
-    elif a.pod and b.pod and same_ns and group_of(a.pod) == group_of(b.pod):
+    elif a.group and a.group == b.group and same_ns:
         found.add("same_group")  # one multi-node engine: a LeaderWorkerSet group's leader and workers
     if a_gpus and b_gpus and not a_gpus.isdisjoint(b_gpus):
         found.add("same_gpu")

@@ -101,3 +101,30 @@ def test_missing_override_file_is_an_error_not_silence(tmp_path):
 @pytest.mark.parametrize("text, seconds", [("90s", 90), ("15m", 900), ("1h30m", 5400), (30, 30)])
 def test_durations_read_like_prometheus(text, seconds):
     assert parse_duration(text) == timedelta(seconds=seconds)
+
+
+def test_a_mode_can_narrow_where_two_of_its_alerts_are_one_trouble(tmp_path):
+    """Two GPU faults on sibling pods (different nodes) are one trouble under the packaged
+    same_mode_scope; a team that says GPU faults fail device by device keeps them apart."""
+    from correlate.engine import correlate
+    from correlate.testing import make_alert
+
+    labels = {"cluster": "prod-a", "namespace": "llm"}
+    xid_a = make_alert("DCGMXidErrors", "02:00", pod="vllm-llama-7d9f8b6c5d-x2k4p", node="gpu-1", gpu="0", **labels)
+    xid_b = make_alert("DCGMXidErrors", "02:04", pod="vllm-llama-7d9f8b6c5d-q8r7s", node="gpu-2", gpu="3", **labels)
+    assert len(correlate([xid_a, xid_b], catalog=load_catalog(use_env=False))) == 1
+    team = tmp_path / "team.yaml"
+    team.write_text("modes:\n  gpu_error: {same_mode_scope: [same_gpu, same_node, same_pod]}\n")
+    narrowed = load_catalog(team, use_env=False)
+    assert narrowed.modes["gpu_error"].same_mode_scope == frozenset({"same_gpu", "same_node", "same_pod"})
+    assert narrowed.modes["gpu_error"].layer == "hardware"  # deep merge keeps the rest of the mode
+    assert len(correlate([xid_a, xid_b], catalog=narrowed)) == 2
+
+
+def test_an_unknown_relation_in_a_modes_same_mode_scope_is_refused(tmp_path):
+    from correlate.catalog import CatalogError
+
+    team = tmp_path / "team.yaml"
+    team.write_text("modes:\n  gpu_error: {same_mode_scope: [same_rack]}\n")
+    with pytest.raises(CatalogError, match="modes.gpu_error.same_mode_scope: unknown relation"):
+        load_catalog(team, use_env=False)

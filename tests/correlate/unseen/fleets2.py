@@ -815,6 +815,23 @@ KNOWN_FAILING: dict[str, dict[str, str]] = {
         "(tpot-p99) for the SLO mode and let a workload-less SLO alert relate to same-mode alerts of its "
         "namespace. Debatable member: its only formal link is namespace + the `tpot` word + time.",
         "grouping", "scorer"),
+    "thermal_throttle_really_slows_decode": _failing(
+        "The throttled GPU now roots the ITL jitter on its own pod (gpu_error->slo_itl/slo_tpot, scope: the "
+        "GPU's pod, node, GPU or pod group), but not the model-level EPP `tpot`: with sibling/gateway in those "
+        "rules' scope, any Xid on any replica became a suspect for every ITL/TPOT breach of its model within "
+        "30 min, which merged unrelated stories of bench_engine.py's fleet day (14,391 -> 13,963 incidents) "
+        "and cost 15% of the one-process batch. Telling throttling (slows every token) from an Xid (kills "
+        "the pod) needs its own mode or a rule per matcher; not done.",
+        "grouping", "scorer"),
+    "trtllm_lws_worker_gpu_lost": _failing(
+        "(The Xid on an LWS worker pod rooting its leader's crash is fixed: the same_group relation.) "
+        "`pcie` (group 1's worker GPU, another node) joins `xid` as one trouble: two gpu_error alerts on "
+        "sibling pods within 15 min are one under the packaged same_mode_scope (sibling/gateway). A "
+        "catalog can narrow it per mode (`modes.gpu_error.same_mode_scope: [same_gpu, same_node, same_pod]`, "
+        "tests/correlate/test_catalog.py), which fixes this fleet, but the packaged catalog does not: each "
+        "Xid is then its own component, linked on its own to every TargetDown/ITL/TPOT of its model, and "
+        "the engine's storm CPU rose 25% (bench_storm.py --only 4: link calls 624k -> 829k).",
+        "grouping", "noise", "scorer"),
     "xid_uncontained_ecc_crashes_engine": _failing(
         "`gw_5xx` (envoy_cluster_name=httproute/reasoning/deepseek-r1/rule/0, namespace envoy-gateway-system) "
         "stays alone: the route key `deepseek-r1` has no size word, so it shares no gateway stem with "
