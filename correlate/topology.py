@@ -135,14 +135,14 @@ def gateway_stems(key: str) -> frozenset[str]:
     A deployment is usually named after its model plus a purpose or version, so the gateway's
     model name and the engine's deployment meet on their common stem; a stem must end in a
     size token (8b, 72b, 8x7b), so 'llama-3' alone never joins an 8B and a 70B model. A second
-    stem keeps only the family word and the numbered words up to the size
-    ('deepseek~r1~32b' for both 'deepseek-r1-distill-qwen-32b' and 'deepseek-r1-qwen-32b'), and
-    a third the family and size alone ('llama~405b' of 'llama-3-1-405b-instruct'), for a
-    deployment named without the model's version ('vllm-llama-405b'); `relations` accepts that
-    one only where the versions do not disagree (see `_versions_agree`). A fourth joins the
-    family and version words before the size ('qwen25^7b' for 'qwen2-5-7b' and 'qwen25-7b',
-    'llama31^70b' for 'llama-3-1-70b' and 'llama31-70b'), for a version written without its dot;
-    it is made only when it holds a version ('qwen2-57b' stays 'qwen2^57b').
+    stem keeps only the family word and the numbered words before the size, written together
+    ('deepseekr1^32b' for both 'deepseek-r1-distill-qwen-32b' and 'deepseek-r1-qwen-32b';
+    'qwen25^7b' for 'qwen2-5-7b' and 'qwen25-7b', a version written with or without its dot;
+    'qwen2-57b' stays 'qwen2^57b'); without any number there it is the family and size
+    ('mistral~7b'). A third is the family and size alone ('llama~405b' of
+    'llama-3-1-405b-instruct'), for a deployment named without the model's version
+    ('vllm-llama-405b'); `relations` accepts a family~size stem only where the versions do not
+    disagree (see `_versions_agree`).
     """
     if not key:
         return frozenset()
@@ -153,12 +153,13 @@ def gateway_stems(key: str) -> frozenset[str]:
             if size < len(tokens):
                 stems.add("-".join(tokens[:size]))
             numbered = [t for t in tokens[1:size] if any(ch.isdigit() for ch in t)]
-            stems.add("~".join([tokens[0], *numbered]))
-            if len(numbered) > 1:
-                stems.add(f"{tokens[0]}~{tokens[size - 1]}")
             compact = "".join([tokens[0], *numbered[:-1]])
             if any(ch.isdigit() for ch in compact):
-                stems.add(f"{compact}^{tokens[size - 1]}")
+                stems.add(f"{compact}^{tokens[size - 1]}")  # family and version, written with or without dots
+            else:
+                stems.add("~".join([tokens[0], *numbered]))
+            if len(numbered) > 1:
+                stems.add(f"{tokens[0]}~{tokens[size - 1]}")
             break
     return frozenset(stems)
 
