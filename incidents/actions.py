@@ -7,7 +7,7 @@ from __future__ import annotations
 import hashlib
 import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
@@ -38,6 +38,9 @@ ACTION_FIELDS = {
 }
 MAX_NOTE = 20_000
 MAX_USERNAME = 150
+# How far ahead of this server's clock an `at` may be: a client's clock running a little fast is
+# skew; beyond it, an action dated later is one that has not happened yet.
+CLOCK_SKEW = timedelta(minutes=5)
 
 
 class ActionError(Exception):
@@ -130,7 +133,15 @@ def action_time(body: dict) -> datetime:
         raise ActionError(400, str(exc)) from None
     if moment is None:
         raise ActionError(400, "at: zero time")
+    not_in_the_future(moment)
     return moment
+
+
+def not_in_the_future(moment: datetime) -> None:
+    now = timezone.now()
+    if moment > now + CLOCK_SKEW:
+        raise ActionError(400, f"at: {rfc3339(moment)} is in the future: this server's time is {rfc3339(now.replace(microsecond=0))}, "
+                               f"and at most {CLOCK_SKEW.seconds // 60} minutes ahead are taken as clock skew")
 
 
 def record(incident: Incident, user, action: str, at: datetime, body: dict, replay_key: str | None, alert: Alert | None = None) -> IncidentAction:
