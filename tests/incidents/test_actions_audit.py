@@ -134,7 +134,7 @@ def test_viewers_and_users_in_no_group_may_not_take_any_action_anywhere(fleet, u
     path = tmp_path / "actions.jsonl"
     path.write_text("\n".join(json.dumps(line) for line in lines))
     call_command("import_actions", str(path), stdout=open(tmp_path / "out", "w"), stderr=open(tmp_path / "err", "w"))
-    assert json.loads((tmp_path / "out").read_text()) == {"applied": 0, "already": 0, "failed": len(lines)}
+    assert json.loads((tmp_path / "out").read_text()) == {"applied": 0, "already": 0, "pending": 0, "failed": len(lines)}
     assert snapshot() == before and not IncidentAction.objects.exists() and not Decision.objects.exists()
 
 
@@ -169,7 +169,7 @@ def test_import_actions_gives_what_the_endpoint_gives_and_a_second_run_changes_n
         call_command("import_actions", str(path), stdout=open(out, "w"), stderr=open(tmp_path / "err", "w"))
         totals.append(json.loads(out.read_text()))
         assert snapshot() == through_endpoint, (tmp_path / "err").read_text()
-    assert totals == [{"applied": len(lines), "already": 0, "failed": 0}, {"applied": 0, "already": len(lines), "failed": 0}]
+    assert totals == [{"applied": len(lines), "already": 0, "pending": 0, "failed": 0}, {"applied": 0, "already": len(lines), "pending": 0, "failed": 0}]
 
 
 def test_import_actions_reports_bad_lines_and_files_without_crashing(fleet, tmp_path):
@@ -189,7 +189,7 @@ def test_import_actions_reports_bad_lines_and_files_without_crashing(fleet, tmp_
     path.write_text("\n".join(lines))
     err = tmp_path / "err"
     call_command("import_actions", str(path), stdout=open(tmp_path / "out", "w"), stderr=open(err, "w"))
-    assert json.loads((tmp_path / "out").read_text()) == {"applied": 1, "already": 0, "failed": 8}
+    assert json.loads((tmp_path / "out").read_text()) == {"applied": 1, "already": 0, "pending": 0, "failed": 8}
     assert "actions.jsonl:3: when: not a field of acknowledge" in err.read_text()
     (tmp_path / "latin1.jsonl").write_bytes(b"\xff\xfe{}")
     from django.core.management.base import CommandError
@@ -497,6 +497,6 @@ def test_import_actions_reports_a_line_dated_in_the_future_and_applies_the_rest(
     path.write_text("\n".join(json.dumps(line) for line in lines))
     err = tmp_path / "err"
     call_command("import_actions", str(path), stdout=open(tmp_path / "out", "w"), stderr=open(err, "w"))
-    assert json.loads((tmp_path / "out").read_text()) == {"applied": 1, "already": 0, "failed": 1}
+    assert json.loads((tmp_path / "out").read_text()) == {"applied": 1, "already": 0, "pending": 0, "failed": 1}
     assert err.read_text().startswith(f"actions.jsonl:1: at: {lines[0]['at']} is in the future")
     assert list(IncidentAction.objects.values_list("action", flat=True)) == ["note"]

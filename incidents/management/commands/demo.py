@@ -18,12 +18,12 @@ from django.core.management.base import BaseCommand, CommandError
 
 from correlate import simulator
 from incidents import services
-from incidents.actions import ActionError, action_line_apply
+from incidents.actions import ActionError
 from incidents.correlation import correlation_rebuild
 from incidents.evidence.collect import evidence_collect, incidents_overlapping
 from incidents.evidence.local import local_series_import
 from incidents.models import Delivery, Integration
-from incidents.replay import ReplayError
+from incidents.replay import ReplayError, action_line_apply
 
 DEMO_SEED = 7
 
