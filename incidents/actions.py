@@ -1,18 +1,16 @@
-"""What people do to incidents. The API endpoint, `import_actions` and the pages all call
-`incident_act`, which checks the role, the body and the state, records the action with who and
-when, and for grouping decisions (merge, split, exclude, false positive) stores the decision and
-re-runs correlation, which never undoes it."""
+"""What people do to incidents. The API endpoint, the pages and `import_actions` (through
+`incidents.replay`) all call `incident_act`, which checks the role, the body and the state,
+records the action with who and when, and for grouping decisions (merge, split, exclude, false
+positive) stores the decision and re-runs correlation, which never undoes it."""
 from __future__ import annotations
 
-import hashlib
-import json
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import AbstractBaseUser
-from django.db import IntegrityError, transaction
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -21,7 +19,6 @@ from incidents.correlation.run import key_lock
 from incidents.evidence.collect import evidence_enqueue
 from incidents.ingest.common import FieldError, parse_time
 from incidents.models import Alert, Decision, Incident, IncidentAction, IncidentEdge, RootCandidate
-from incidents.replay import ReplayError, action_body_for, actor_for
 from incidents.services.integrations import ROLES
 
 ROLE_RANK = {role: rank for rank, role in enumerate(ROLES)}  # viewer < responder < author < admin
@@ -38,6 +35,9 @@ ACTION_FIELDS = {
 }
 MAX_NOTE = 20_000
 MAX_USERNAME = 150
+# How far ahead of this server's clock an `at` may be: a client's clock running a little fast is
+# skew; beyond it, an action dated later is one that has not happened yet.
+CLOCK_SKEW = timedelta(minutes=5)
 
 
 class ActionError(Exception):
@@ -72,6 +72,27 @@ def require_role(user: AbstractBaseUser, role: str) -> None:
 
 def incident_act(*, incident: Incident, user: AbstractBaseUser, body: Any, replay_key: str | None = None) -> Outcome:
     require_role(user, "responder")
+    at = action_body_check(body)
+    if replay_key and IncidentAction.objects.filter(replay_key=replay_key).exists():
+        return Outcome(200, [incident])
+    action = body["action"]
+    handler = HANDLERS[action]
+    with transaction.atomic():
+        key_lock(incident.correlation_key)
+        incident = Incident.objects.select_for_update().filter(pk=incident.pk).first()
+        if incident is None:
+            raise ActionError(404, "the incident is gone (emptied by a correlation run meanwhile)")
+        if incident.merged_into_id and action != "note":
+            raise ActionError(409, f"incident {incident.pk} was merged into {incident.merged_into_id}; act on that one")
+        if body.get("at") not in (None, "") and at < incident.started_at:
+            raise ActionError(409, f"at: {rfc3339(at)} is before incident {incident.pk} began ({rfc3339(incident.started_at)})")
+        return handler(incident=incident, user=user, body=body, at=at, replay_key=replay_key)
+
+
+def action_body_check(body: Any) -> datetime:
+    """What a body gets wrong in itself, whatever the incident (a 400): not an object, an unknown
+    action, a field the action does not take, a text PostgreSQL cannot store, a bad or future
+    `at`. Returns the action's moment. A replayed line is checked so before its alerts are there."""
     if not isinstance(body, dict):
         raise ActionError(400, "body: expected a JSON object with an 'action'")
     action = body.get("action")
@@ -87,20 +108,7 @@ def incident_act(*, incident: Incident, user: AbstractBaseUser, body: Any, repla
             problem = unstorable(value)
             if problem:
                 raise ActionError(400, f"{name}: {problem}")
-    at = action_time(body)
-    if replay_key and IncidentAction.objects.filter(replay_key=replay_key).exists():
-        return Outcome(200, [incident])
-    handler = HANDLERS[action]
-    with transaction.atomic():
-        key_lock(incident.correlation_key)
-        incident = Incident.objects.select_for_update().filter(pk=incident.pk).first()
-        if incident is None:
-            raise ActionError(404, "the incident is gone (emptied by a correlation run meanwhile)")
-        if incident.merged_into_id and action != "note":
-            raise ActionError(409, f"incident {incident.pk} was merged into {incident.merged_into_id}; act on that one")
-        if body.get("at") not in (None, "") and at < incident.started_at:
-            raise ActionError(409, f"at: {rfc3339(at)} is before incident {incident.pk} began ({rfc3339(incident.started_at)})")
-        return handler(incident=incident, user=user, body=body, at=at, replay_key=replay_key)
+    return action_time(body)
 
 
 def rfc3339(moment: datetime) -> str:
@@ -130,7 +138,15 @@ def action_time(body: dict) -> datetime:
         raise ActionError(400, str(exc)) from None
     if moment is None:
         raise ActionError(400, "at: zero time")
+    not_in_the_future(moment)
     return moment
+
+
+def not_in_the_future(moment: datetime) -> None:
+    now = timezone.now()
+    if moment > now + CLOCK_SKEW:
+        raise ActionError(400, f"at: {rfc3339(moment)} is in the future: this server's time is {rfc3339(now.replace(microsecond=0))}, "
+                               f"and at most {CLOCK_SKEW.seconds // 60} minutes ahead are taken as clock skew")
 
 
 def record(incident: Incident, user, action: str, at: datetime, body: dict, replay_key: str | None, alert: Alert | None = None) -> IncidentAction:
@@ -372,39 +388,3 @@ HANDLERS = {
     "mitigate": mitigate, "merge": merge, "split": split, "exclude_alert": exclude_alert, "false_positive": false_positive,
     "degrade": degrade, "refresh_evidence": refresh_evidence,
 }
-
-
-def replay_key_of(line: dict) -> str:
-    return hashlib.sha256(json.dumps(line, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
-
-
-# A simulated file also names each occurrence by its start (docs/simulator.md); the contract's
-# lines name it by fingerprint, firing at `at`, which is what `action_body_for` reads.
-OCCURRENCE_STARTS = ("starts_at", "starts_ats", "into_starts_at")
-
-
-def action_line_apply(*, line: Any) -> str:
-    """One line of an actions file (`import_actions`, `demo`), applied as its user `by` at its `at`
-    through `incident_act`, as the endpoint applies a body: "applied", or "already" when an import
-    applied this very line before. That is checked first: the line may itself have moved its
-    alert (an exclude), so that its alert names no incident any more. Raises ReplayError or
-    ActionError for a line that cannot be applied."""
-    if not isinstance(line, dict):
-        raise ReplayError("expected an object with 'action', 'at', 'by'")
-    for field, value in line.items():
-        for item in value if isinstance(value, list) else [value]:
-            problem = unstorable(item)
-            if problem:
-                raise ReplayError(f"{field}: {problem}")
-    key = replay_key_of(line)
-    if IncidentAction.objects.filter(replay_key=key).exists():
-        return "already"
-    incident, body = action_body_for(line)
-    body = {name: value for name, value in body.items() if name not in OCCURRENCE_STARTS}
-    try:
-        incident_act(incident=incident, user=actor_for(line), body=body, replay_key=key)
-    except IntegrityError:  # another import applied the same line at the same moment
-        if IncidentAction.objects.filter(replay_key=key).exists():
-            return "already"
-        raise
-    return "applied"

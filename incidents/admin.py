@@ -1,7 +1,7 @@
 from django.contrib import admin, messages
 
 from incidents import services
-from incidents.models import Alert, Delivery, Integration
+from incidents.models import Alert, Delivery, Integration, PendingAction
 
 
 @admin.register(Integration)
@@ -43,3 +43,16 @@ class AlertAdmin(admin.ModelAdmin):
     list_filter = ("status", "kind", "integration")
     search_fields = ("alertname", "fingerprint")
     readonly_fields = [field.name for field in Alert._meta.fields]
+
+
+@admin.register(PendingAction)
+class PendingActionAdmin(admin.ModelAdmin):
+    """Imported actions waiting for their alerts, and those that failed once these arrived."""
+
+    list_display = ("source", "at", "action_name", "waiting_for", "error", "failed_at")
+    list_filter = (("failed_at", admin.EmptyFieldListFilter),)
+    readonly_fields = [field.name for field in PendingAction._meta.fields]
+
+    @admin.display(description="action")
+    def action_name(self, pending: PendingAction) -> str:
+        return str(pending.line.get("action", ""))

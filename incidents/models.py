@@ -289,6 +289,28 @@ class IncidentAction(models.Model):
         ordering = ["at", "id"]
 
 
+class PendingAction(models.Model):
+    """An imported action line whose alerts were not stored, or not correlated into an incident,
+    yet (`import_actions` before `import_alerts`): kept until they are, then applied as the import
+    would have (`incidents.replay.pending_actions_apply`). One that fails then keeps its error, for
+    a person to see, and is not tried again; re-importing its line tries it once more."""
+
+    line = models.JSONField()
+    replay_key = models.CharField(max_length=64, unique=True, help_text="the line's key, as its IncidentAction will have")
+    at = models.DateTimeField()
+    source = models.CharField(max_length=300, blank=True, default="", help_text="FILE:LINE it was imported from")
+    waiting_for = models.TextField(blank=True, default="")
+    error = models.TextField(blank=True, default="", help_text="why it could not be applied once its alerts were there")
+    failed_at = models.DateTimeField(null=True, blank=True)
+    created_at = models.DateTimeField(auto_now_add=True)
+
+    class Meta:
+        ordering = ["at", "id"]
+
+    def __str__(self) -> str:
+        return f"{self.line.get('action')} at {self.at.isoformat()} ({self.source})"
+
+
 class Decision(models.Model):
     """A human decision about grouping; every correlation run takes them in and never undoes one."""
 

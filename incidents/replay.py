@@ -1,18 +1,34 @@
-"""Turn a simulated or exported action line into an action on the incident holding its alert then.
+"""Action lines (`import_actions`, `demo`): each is applied through `incident_act` as its user `by`,
+at its `at`, to the incident holding its alert then. Lines name alerts by fingerprint (the
+occurrence firing at the action's `at`), since alert ids differ between installations.
 
-Lines name alerts by fingerprint (the occurrence firing at the action's `at`), since alert ids
-differ between installations."""
+The imports may run in any order: a line whose alerts are not stored, or not correlated into an
+incident, yet is kept as a `PendingAction` and applied once they are by `pending_actions_apply`
+(at the end of `import_alerts`, and periodically on a worker), as if imported after them."""
 from __future__ import annotations
 
+import hashlib
+import json
+import logging
 from datetime import datetime
 from typing import Any
 
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
+from django.db import IntegrityError
 from django.db.models import Q
+from django.utils import timezone
 
+from incidents.actions import ActionError, action_body_check, incident_act, require_role, unstorable
 from incidents.ingest.common import FieldError, parse_time
-from incidents.models import Alert, Incident
+from incidents.models import Alert, Incident, IncidentAction, PendingAction
+
+logger = logging.getLogger(__name__)
+
+NAMING_FIELDS = ("by", "fingerprint", "fingerprints", "into_fingerprint")
+# A simulated file also names each occurrence by its start (docs/simulator.md); the contract's
+# lines name it by fingerprint, firing at `at`, which is what `action_body_for` reads.
+OCCURRENCE_STARTS = ("starts_at", "starts_ats", "into_starts_at")
 
 
 class ReplayError(ValueError):
@@ -21,15 +37,120 @@ class ReplayError(ValueError):
         self.message = message
 
 
-def action_body_for(line: Any) -> tuple[Incident, dict]:
-    if not isinstance(line, dict) or not isinstance(line.get("action"), str):
+class AlertsNotThereYet(ReplayError):
+    """The line's alerts are not stored yet, or not correlated into an incident yet: it can wait."""
+
+
+def action_line_apply(*, line: Any) -> str:
+    """One line, applied as the endpoint applies a body: "applied", or "already" when an import
+    applied this very line before. That is checked first: the line may itself have moved its
+    alert (an exclude), so that its alert names no incident any more. What a line gets wrong in
+    itself (its user's role, its fields, its `at`) is checked before its alerts are looked up, so
+    that only a line that could be applied waits. Raises AlertsNotThereYet for a line that can
+    wait, ReplayError or ActionError for one that cannot be applied."""
+    line_check(line)
+    key = replay_key_of(line)
+    if IncidentAction.objects.filter(replay_key=key).exists():
+        return settled(key, "already")
+    user = actor_for(line)
+    require_role(user, "responder")
+    action_body_check(line_body(line))
+    incident, body = action_body_for(line)
+    try:
+        incident_act(incident=incident, user=user, body=body, replay_key=key)
+    except IntegrityError:  # another import applied the same line at the same moment
+        if IncidentAction.objects.filter(replay_key=key).exists():
+            return settled(key, "already")
+        raise
+    return settled(key, "applied")
+
+
+def line_check(line: Any) -> None:
+    if not isinstance(line, dict):
         raise ReplayError("expected an object with 'action', 'at', 'by'")
-    at = line_time(line)
-    body = {key: value for key, value in line.items() if key not in ("by", "fingerprint", "fingerprints", "into_fingerprint")}
-    fingerprints = line.get("fingerprints") or ([line["fingerprint"]] if line.get("fingerprint") else [])
-    if not fingerprints:
+    for field, value in line.items():
+        for item in value if isinstance(value, list) else [value]:
+            problem = unstorable(item)
+            if problem:
+                raise ReplayError(f"{field}: {problem}")
+    line_time(line)
+    naming_check(line)
+
+
+def naming_check(line: dict) -> None:
+    """Fingerprints that can name a stored alert, or the line would wait for ever."""
+    names = line.get("fingerprints") or [line.get("fingerprint")]
+    if not isinstance(names, list) or not all(isinstance(name, str) and name for name in names):
         raise ReplayError("expected 'fingerprint' or 'fingerprints' naming an alert of the incident")
+    into = line.get("into_fingerprint")
+    if line.get("action") == "merge" and not (isinstance(into, str) and into):
+        raise ReplayError("into_fingerprint: expected the fingerprint of an alert of the incident to merge into")
+
+
+def replay_key_of(line: dict) -> str:
+    return hashlib.sha256(json.dumps(line, sort_keys=True, separators=(",", ":")).encode()).hexdigest()
+
+
+def line_body(line: dict) -> dict:
+    """The endpoint's body the line stands for, before its alerts are named by id."""
+    return {name: value for name, value in line.items() if name not in (*NAMING_FIELDS, *OCCURRENCE_STARTS)}
+
+
+def settled(key: str, outcome: str) -> str:
+    """A line applied (now or before) no longer waits."""
+    PendingAction.objects.filter(replay_key=key).delete()
+    return outcome
+
+
+# Lines that wait for their alerts -----------------------------------------------------------
+
+
+def action_line_keep_pending(*, line: dict, source: str, waiting_for: str) -> PendingAction:
+    """Keep a line that raised AlertsNotThereYet; importing it again updates the same row (and
+    gives one that had failed another try)."""
+    pending, _ = PendingAction.objects.update_or_create(
+        replay_key=replay_key_of(line),
+        defaults={"line": line, "at": line_time(line), "source": source[:300], "waiting_for": waiting_for, "error": "",
+                  "failed_at": None},
+    )
+    return pending
+
+
+def pending_actions_apply() -> dict[str, int]:
+    """Try every kept line, earliest `at` first (the order its people acted in): at the end of
+    `import_alerts`, and by the periodic task `incidents.apply_pending_actions`. A line applied
+    is forgotten (its IncidentAction has its key); one whose alerts are still missing stays; one
+    that fails now keeps its error, for a person to see, and is not tried again."""
+    totals = {"applied": 0, "already": 0, "pending": 0, "failed": 0}
+    for pending in PendingAction.objects.filter(failed_at=None).order_by("at", "id"):
+        totals[pending_action_try(pending)] += 1
+    return totals
+
+
+def pending_action_try(pending: PendingAction) -> str:
+    try:
+        return action_line_apply(line=pending.line)
+    except AlertsNotThereYet as exc:
+        PendingAction.objects.filter(pk=pending.pk).update(waiting_for=exc.message)
+        return "pending"
+    except (ReplayError, ActionError) as exc:
+        if IncidentAction.objects.filter(replay_key=pending.replay_key).exists():
+            return settled(pending.replay_key, "already")  # applied meanwhile, by an import of its line
+        PendingAction.objects.filter(pk=pending.pk).update(error=exc.message, failed_at=timezone.now())
+        logger.warning("pending action %s could not be applied: %s", pending.source, exc.message)
+        return "failed"
+
+
+# Naming alerts --------------------------------------------------------------------------------
+
+
+def action_body_for(line: dict) -> tuple[Incident, dict]:
+    """The incident a checked line acts on, and its body with the alerts named by id."""
+    at = line_time(line)
+    body = line_body(line)
+    fingerprints = line.get("fingerprints") or [line["fingerprint"]]
     alerts = [occurrence_at(fingerprint, at) for fingerprint in fingerprints]
+    correlated_by_now(alerts)
     incident = alerts[0].incident
     if incident is None:
         raise ReplayError(f"alert {fingerprints[0]} at {line['at']} is in no incident")
@@ -42,13 +163,19 @@ def action_body_for(line: Any) -> tuple[Incident, dict]:
     if line["action"] == "split":
         body["alert_ids"] = [alert.pk for alert in alerts]
     if line["action"] == "merge":
-        target = occurrence_at(line.get("into_fingerprint", ""), at).incident
-        if target is None:
-            raise ReplayError("into_fingerprint: that alert is in no incident")
-        while target.merged_into_id:
-            target = target.merged_into
-        body["into"] = target.pk
+        body["into"] = merge_target(line, at).pk
     return incident, body
+
+
+def merge_target(line: dict, at: datetime) -> Incident:
+    into = occurrence_at(line["into_fingerprint"], at)
+    correlated_by_now([into])
+    target = into.incident
+    if target is None:
+        raise ReplayError("into_fingerprint: that alert is in no incident")
+    while target.merged_into_id:
+        target = target.merged_into
+    return target
 
 
 def line_time(line: dict) -> datetime:
@@ -67,8 +194,17 @@ def occurrence_at(fingerprint: str, at: datetime) -> Alert:
     firing = occurrences.filter(Q(ends_at__isnull=True) | Q(ends_at__gte=at)).order_by("-starts_at").first()
     alert = firing or occurrences.order_by("-starts_at").first()
     if alert is None:
-        raise ReplayError(f"no alert {fingerprint!r} started by {at.isoformat()}")
+        raise AlertsNotThereYet(f"no alert {fingerprint!r} that started by {at.isoformat()} is stored yet")
     return alert
+
+
+def correlated_by_now(alerts: list[Alert]) -> None:
+    """An alert in no incident that no correlation run has seen yet will be in one (a worker has
+    it queued); one a run has seen and left out was excluded, and names no incident for good."""
+    for alert in alerts:
+        if alert.incident_id is None and not alert.correlated:
+            raise AlertsNotThereYet(f"alert {alert.fingerprint} (started {alert.starts_at.isoformat()}) is stored but "
+                                    "not correlated into an incident yet")
 
 
 def actor_for(line: dict):

@@ -4,7 +4,7 @@ from __future__ import annotations
 from celery import shared_task
 from django.db import DatabaseError
 
-from incidents import correlation, services
+from incidents import correlation, replay, services
 from incidents.evidence.collect import evidence_collect
 from incidents.models import Incident
 
@@ -41,6 +41,12 @@ def requeue_stale_deliveries() -> int:
     for delivery_id in ids:
         process_delivery.delay(delivery_id)
     return len(ids)
+
+
+@shared_task(name="incidents.apply_pending_actions", ignore_result=True)
+def apply_pending_actions() -> dict[str, int]:
+    """Imported actions whose alerts had not arrived yet, applied once those are stored and correlated."""
+    return replay.pending_actions_apply()
 
 
 @shared_task(

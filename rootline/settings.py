@@ -221,6 +221,11 @@ CELERY_BEAT_SCHEDULE = {
         "task": "incidents.requeue_stale_deliveries",
         "schedule": 60.0,
     },
+    # Every 30 s: actions imported before their alerts, applied once those are stored and correlated.
+    "apply-pending-actions": {
+        "task": "incidents.apply_pending_actions",
+        "schedule": 30.0,
+    },
 }
 
 # Webhook deliveries are processed by a few drain tasks in batches (one flag in the shared cache

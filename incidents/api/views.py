@@ -1,19 +1,23 @@
 from datetime import datetime
 
 from django.db.models import QuerySet
+from django.http import HttpRequest, HttpResponse, HttpResponsePermanentRedirect, JsonResponse
+from django.urls import Resolver404, resolve
+from django.views.decorators.csrf import csrf_exempt
 from drf_spectacular.types import OpenApiTypes
 from drf_spectacular.utils import OpenApiParameter, PolymorphicProxySerializer, extend_schema
 from drf_spectacular.views import SpectacularAPIView
 from rest_framework import generics
 from rest_framework.exceptions import NotFound, ValidationError
 from rest_framework.permissions import IsAuthenticated
+from rest_framework.renderers import JSONRenderer
 from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from incidents import selectors
 from incidents.actions import ActionError, incident_act
-from incidents.api.errors import ApiErrors, api_exception_handler
+from incidents.api.errors import ApiErrors, api_exception_handler, shown
 from incidents.api.serializers import (
     ActionBodySerializer, AlertSerializer, ErrorSerializer, IncidentDetailSerializer, IncidentSerializer, SplitResultSerializer,
 )
@@ -149,3 +153,28 @@ class SchemaView(SpectacularAPIView):
 
     def get_exception_handler(self):
         return api_exception_handler
+
+    def handle_exception(self, exc: Exception) -> Response:
+        """Errors in the API's JSON shape, not rendered as an OpenAPI document (YAML by default)."""
+        self.request.accepted_renderer = JSONRenderer()
+        self.request.accepted_media_type = JSONRenderer.media_type
+        return super().handle_exception(exc)
+
+
+@csrf_exempt
+def no_such_route(request: HttpRequest) -> HttpResponse:
+    """Every path under /api/ that no API route matches (`/api/v1/nope`, `/api/v1/incidents/abc/`):
+    a 404 in the API's error shape rather than Django's HTML page, whatever the method, the
+    credentials or DEBUG. Matching every path, this route would stop CommonMiddleware from sending
+    a path missing its slash to the route it names, so it does that itself, as APPEND_SLASH would."""
+    if not request.path_info.endswith("/") and names_an_api_route(request.path_info + "/"):
+        return HttpResponsePermanentRedirect(request.get_full_path(force_append_slash=True))
+    where = f"{request.method} {shown(request.path)}"
+    return JsonResponse({"error": f"{where}: no such API route (the routes are listed at /api/v1/schema/)"}, status=404)
+
+
+def names_an_api_route(path: str) -> bool:
+    try:
+        return resolve(path).func is not no_such_route
+    except Resolver404:
+        return False

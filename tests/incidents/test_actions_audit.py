@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import threading
 import time
+from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import User
 from django.core.management import call_command
 from django.db import connection, transaction
+from django.utils import timezone
 
 from incidents import services
 from incidents.actions import incident_act
@@ -132,7 +134,7 @@ def test_viewers_and_users_in_no_group_may_not_take_any_action_anywhere(fleet, u
     path = tmp_path / "actions.jsonl"
     path.write_text("\n".join(json.dumps(line) for line in lines))
     call_command("import_actions", str(path), stdout=open(tmp_path / "out", "w"), stderr=open(tmp_path / "err", "w"))
-    assert json.loads((tmp_path / "out").read_text()) == {"applied": 0, "already": 0, "failed": len(lines)}
+    assert json.loads((tmp_path / "out").read_text()) == {"applied": 0, "already": 0, "pending": 0, "failed": len(lines)}
     assert snapshot() == before and not IncidentAction.objects.exists() and not Decision.objects.exists()
 
 
@@ -167,7 +169,7 @@ def test_import_actions_gives_what_the_endpoint_gives_and_a_second_run_changes_n
         call_command("import_actions", str(path), stdout=open(out, "w"), stderr=open(tmp_path / "err", "w"))
         totals.append(json.loads(out.read_text()))
         assert snapshot() == through_endpoint, (tmp_path / "err").read_text()
-    assert totals == [{"applied": len(lines), "already": 0, "failed": 0}, {"applied": 0, "already": len(lines), "failed": 0}]
+    assert totals == [{"applied": len(lines), "already": 0, "pending": 0, "failed": 0}, {"applied": 0, "already": len(lines), "pending": 0, "failed": 0}]
 
 
 def test_import_actions_reports_bad_lines_and_files_without_crashing(fleet, tmp_path):
@@ -187,7 +189,7 @@ def test_import_actions_reports_bad_lines_and_files_without_crashing(fleet, tmp_
     path.write_text("\n".join(lines))
     err = tmp_path / "err"
     call_command("import_actions", str(path), stdout=open(tmp_path / "out", "w"), stderr=open(err, "w"))
-    assert json.loads((tmp_path / "out").read_text()) == {"applied": 1, "already": 0, "failed": 8}
+    assert json.loads((tmp_path / "out").read_text()) == {"applied": 1, "already": 0, "pending": 0, "failed": 8}
     assert "actions.jsonl:3: when: not a field of acknowledge" in err.read_text()
     (tmp_path / "latin1.jsonl").write_bytes(b"\xff\xfe{}")
     from django.core.management.base import CommandError
@@ -469,3 +471,32 @@ def test_the_incident_people_acted_on_stays_with_the_alerts_they_kept_when_most_
     assert len(new_ids) == 1 and main.pk not in new_ids
     call_command("recorrelate", "--since", "2000-01-01T00:00:00Z", stdout=open("/dev/null", "w"))
     assert {row.pk for row in Incident.objects.get(pk=main.pk).alerts.all()} == {row.pk for row in keep}
+
+
+def in_minutes(minutes: int) -> str:
+    return (timezone.now() + timedelta(minutes=minutes)).isoformat().replace("+00:00", "Z")
+
+
+@pytest.mark.parametrize("body", [{"action": "acknowledge"}, {"action": "note", "text": "written tomorrow"}, {"action": "resolve"}])
+def test_an_action_dated_in_the_future_is_a_400_naming_at(fleet, users, api, body):
+    response = post(api, users("r", "responder"), body, in_minutes(10))
+    assert response.status_code == 400, response.json()
+    assert response.json()["error"].startswith("at: ") and "in the future" in response.json()["error"]
+    assert not IncidentAction.objects.exists() and main_incident().acknowledged_at is None
+
+
+def test_an_action_a_few_minutes_ahead_is_taken_as_clock_skew(fleet, users, api):
+    assert post(api, users("r", "responder"), {"action": "acknowledge"}, in_minutes(4)).status_code == 200
+
+
+def test_import_actions_reports_a_line_dated_in_the_future_and_applies_the_rest(fleet, tmp_path):
+    oom = alert("LLMContainerOOMKilled")
+    lines = [{"at": in_minutes(60), "by": "ana", "action": "acknowledge", "fingerprint": oom.fingerprint},
+             {"at": "2026-11-29T02:07:00Z", "by": "ana", "action": "note", "text": "looking", "fingerprint": oom.fingerprint}]
+    path = tmp_path / "actions.jsonl"
+    path.write_text("\n".join(json.dumps(line) for line in lines))
+    err = tmp_path / "err"
+    call_command("import_actions", str(path), stdout=open(tmp_path / "out", "w"), stderr=open(err, "w"))
+    assert json.loads((tmp_path / "out").read_text()) == {"applied": 1, "already": 0, "pending": 0, "failed": 1}
+    assert err.read_text().startswith(f"actions.jsonl:1: at: {lines[0]['at']} is in the future")
+    assert list(IncidentAction.objects.values_list("action", flat=True)) == ["note"]

@@ -171,3 +171,44 @@ def test_incident_detail_and_page_queries_do_not_grow_with_alerts(make_integrati
 def test_a_very_long_bad_parameter_is_named_not_echoed_whole(users, api, query):
     response = api(users("v", "viewer"), "get", query + "x" * 20_000)
     assert response.status_code == 400 and len(response.json()["error"]) < 300
+
+
+@pytest.mark.parametrize("method,path,status,fragment", [
+    ("GET", "/api/v1/nope", 404, "GET /api/v1/nope: no such API route"),
+    ("GET", "/api/v1/nope/", 404, "no such API route"),
+    ("POST", "/api/v1/nope/", 404, "POST /api/v1/nope/"),
+    ("GET", "/api/v1/incidents/abc/", 404, "/api/v1/incidents/abc/"),
+    ("POST", "/api/v1/incidents/abc/actions/", 404, "no such API route"),
+    ("GET", "/api/v1/", 404, "no such API route"),
+    ("GET", "/api/v2/incidents/", 404, "no such API route"),
+    ("DELETE", "/api/v1/incidents/{id}/", 405, "DELETE"),
+    ("PUT", "/api/v1/alerts/", 405, "PUT"),
+    ("PUT", "/api/v1/schema/", 405, "PUT"),
+])
+@pytest.mark.parametrize("signed_in", [True, False])
+def test_unknown_api_routes_and_wrong_methods_answer_in_the_error_shape(incident, users, client, method, path, status, fragment, signed_in):
+    if signed_in:
+        client.force_login(users("v", "viewer"))
+    elif status == 405:
+        status, fragment = 401, "credentials"  # an existing route: who asks comes first
+    error_of(client.generic(method, path.format(id=incident.pk)), status, fragment)
+
+
+def test_the_schema_answers_its_errors_in_the_error_shape_too(client):
+    error_of(client.get("/api/v1/schema/"), 401, "credentials")
+
+
+def test_pages_outside_the_api_keep_their_html_404_and_a_missing_slash_still_redirects(users, client):
+    client.force_login(users("v", "viewer"))
+    for path in ("/nope/", "/incidents/999999/", "/incidents/abc/"):
+        response = client.get(path)
+        assert response.status_code == 404 and response["Content-Type"].startswith("text/html"), path
+    response = client.get("/api/v1/alerts?status=firing")
+    assert response.status_code == 301 and response["Location"] == "/api/v1/alerts/?status=firing"
+
+
+def test_an_unknown_api_route_is_json_with_debug_on_too(users, client, settings):
+    settings.DEBUG = True  # Django's technical 404 page otherwise
+    client.force_login(users("v", "viewer"))
+    error_of(client.get("/api/v1/incidents/abc/"), 404, "no such API route")
+    assert client.get("/nope/")["Content-Type"].startswith("text/html")

@@ -3,9 +3,12 @@ page, and the demo's morning of incidents, people and noise, loaded twice."""
 from __future__ import annotations
 
 import io
+from datetime import datetime, timezone
 
 import pytest
+from django.contrib.auth.models import User
 from django.core.management import call_command
+from django.db.models import Q
 
 from incidents.models import Alert, Decision, Incident, IncidentAction
 from incidents.tasks import correlate_key, process_delivery
@@ -80,3 +83,24 @@ def test_demo_loads_a_morning_of_incidents_people_and_noise_and_a_second_run_cha
     client.force_login(IncidentAction.objects.exclude(by=None).first().by)
     triage = client.get("/?status=all").content.decode()
     assert sum(f'href="/incidents/{incident.pk}/"' in triage for incident in visible) == visible.count()
+
+
+def test_the_demo_opens_on_incidents_in_progress_true_to_the_moment_it_shows(client):
+    """Loaded whole, every incident of the morning is over and the triage queue (open incidents)
+    shows one certificate warning; the demo stops at a moment when the fleet is busy instead."""
+    out = io.StringIO()
+    call_command("demo", "--start", "2026-11-29T06:00:00Z", stdout=out)
+    as_of = datetime(2026, 11, 29, 9, 50, tzinfo=timezone.utc)
+    in_progress = list(Incident.objects.visible().exclude(status=Incident.Status.RESOLVED))
+    client.force_login(User.objects.get(username="admin"))
+    first_screen = client.get("/").content.decode()
+    listed = [incident for incident in Incident.objects.visible() if f'href="/incidents/{incident.pk}/"' in first_screen]
+    assert sorted(incident.pk for incident in listed) == sorted(incident.pk for incident in in_progress)
+    assert len(listed) >= 4 and sum(incident.alerts.count() > 1 for incident in listed) >= 2
+    assert {"open", "acknowledged"} <= {incident.status for incident in listed}
+    assert sum(incident.actions.exists() for incident in listed) >= 2  # people are on them
+    assert Incident.objects.visible().filter(status=Incident.Status.RESOLVED).count() >= 10  # the morning so far
+    assert all(incident.alerts.filter(status=Alert.Status.FIRING).exists() for incident in listed)
+    assert not Alert.objects.filter(Q(starts_at__gt=as_of) | Q(ends_at__gt=as_of)).exists()
+    assert not IncidentAction.objects.filter(at__gt=as_of).exists()
+    assert "as it stood at 2026-11-29 09:50 UTC" in out.getvalue()

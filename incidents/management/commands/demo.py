@@ -1,6 +1,6 @@
-"""`manage.py demo`: a simulated fleet's morning (alerts, changes, human actions) so every page has
-something real to show, through the same services as live deliveries. Running it again changes
-nothing."""
+"""`manage.py demo`: a simulated fleet's morning (alerts, changes, human actions), as it stood at
+09:50, so every page has something real to show, through the same services as live deliveries.
+Running it again changes nothing."""
 from __future__ import annotations
 
 import json
@@ -18,18 +18,27 @@ from django.core.management.base import BaseCommand, CommandError
 
 from correlate import simulator
 from incidents import services
-from incidents.actions import ActionError, action_line_apply
+from incidents.actions import ActionError
 from incidents.correlation import correlation_rebuild
 from incidents.evidence.collect import evidence_collect, incidents_overlapping
 from incidents.evidence.local import local_series_import
+from incidents.ingest.common import parse_time
 from incidents.models import Delivery, Integration
-from incidents.replay import ReplayError
+from incidents.replay import ReplayError, action_line_apply
 
 DEMO_SEED = 7
+# The demo shows the scenario's morning as it stood this long after its start, not after its
+# end: by then every incident of fleet-day is over (resolved by its people or by its alerts) and
+# the triage queue, which lists open incidents, would show one certificate warning. At 09:50 it
+# holds incidents in progress, acknowledged, escalated, one nobody has taken yet, and noise,
+# beside the morning's resolved incidents with their actions. Nothing later is loaded: no alert,
+# change, action or metric sample dated after the cut, so every status is what it was then.
+AS_OF = timedelta(hours=3, minutes=50)
 
 
 class Command(BaseCommand):
-    help = "Load a bundled scenario (default: a fleet's morning with several incidents) and print the admin login."
+    help = ("Load a bundled scenario (default: a fleet's morning with several incidents) as it stood 3 h 50 min in, "
+            "and print the admin login.")
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--scenario", default="fleet-day", help="see `manage.py simulate --list`")
@@ -40,20 +49,23 @@ class Command(BaseCommand):
         if scenario not in simulator.scenario_names():
             raise CommandError(f"unknown scenario {scenario!r}; known: {', '.join(simulator.scenario_names())}")
         start = start or (datetime.now(timezone.utc) - timedelta(days=1)).strftime("%Y-%m-%dT06:00:00Z")
+        started = datetime.fromisoformat(start.replace("Z", "+00:00"))
+        as_of = started + AS_OF
         username, password = admin_login()
         alerts_integration = demo_integration(Integration.Kind.ALERTMANAGER, "demo-alertmanager")
         changes_integration = demo_integration(Integration.Kind.EVENTS, "demo-changes")
         with tempfile.TemporaryDirectory(prefix="rootline-demo-") as folder, quiet_task_logs():
             simulator.simulate(scenario, start, DEMO_SEED, folder)
-            replay_bodies(Path(folder) / "alerts.jsonl", alerts_integration)
-            replay_bodies(Path(folder) / "changes.jsonl", changes_integration)
+            replay_bodies(Path(folder) / "alerts.jsonl", alerts_integration, as_of)
+            replay_bodies(Path(folder) / "changes.jsonl", changes_integration, as_of)
             process_pending()
-            correlation_rebuild(since=datetime.fromisoformat(start.replace("Z", "+00:00")) - timedelta(hours=2))
-            applied = replay_actions(Path(folder) / "actions.jsonl")
-            imported = local_series_import(path=str(Path(folder) / "metrics.om"))
+            correlation_rebuild(since=started - timedelta(hours=2))
+            applied = replay_actions(Path(folder) / "actions.jsonl", as_of)
+            imported = local_series_import(path=str(samples_until(Path(folder) / "metrics.om", as_of)))
             for incident_id in incidents_overlapping(imported.start, imported.end):
-                evidence_collect(incident_id=incident_id)
-        self.stdout.write(f"Demo scenario {scenario} from {start} loaded ({applied} actions applied).")
+                evidence_collect(incident_id=incident_id, now=as_of)
+        self.stdout.write(f"Demo scenario {scenario} from {start}, as it stood at {as_of:%Y-%m-%d %H:%M} UTC, loaded "
+                          f"({applied} actions applied).")
         self.stdout.write(f"Admin login: {username} / {password}  ({options['url'].rstrip('/')}/accounts/login/)")
 
 
@@ -81,10 +93,29 @@ def demo_integration(kind: str, name: str) -> Integration:
     return integration
 
 
-def replay_bodies(path: Path, integration: Integration) -> None:
+def replay_bodies(path: Path, integration: Integration, as_of: datetime) -> None:
     for line in path.read_bytes().splitlines():
-        if line.strip():
+        if line.strip() and sent_by(json.loads(line), as_of):
             services.delivery_receive(integration=integration, body=line.strip(), headers={"x-rootline-import": "demo"})
+
+
+def sent_by(body: dict, as_of: datetime) -> bool:
+    """An Alertmanager notification goes out for its latest news (an alert that started, or one
+    whose end it reports); a change event at its timestamp."""
+    if "alerts" in body:
+        news = (alert["endsAt"] if alert["status"] == "resolved" else alert["startsAt"] for alert in body["alerts"])
+        return max(parse_time(moment, "at") for moment in news) <= as_of
+    return parse_time(body["payload"]["timestamp"], "timestamp") <= as_of
+
+
+def samples_until(path: Path, as_of: datetime) -> Path:
+    """The OpenMetrics file without the samples after `as_of` (a sample line ends in its time, in seconds)."""
+    kept = path.with_name("metrics-as-of.om")
+    with path.open(encoding="utf-8") as source, kept.open("w", encoding="utf-8") as target:
+        for line in source:
+            if line.startswith("#") or not line.strip() or float(line.rsplit(" ", 1)[1]) <= as_of.timestamp():
+                target.write(line)
+    return kept
 
 
 def process_pending() -> None:
@@ -93,14 +124,15 @@ def process_pending() -> None:
         services.delivery_process(delivery_id=delivery_id)
 
 
-def replay_actions(path: Path) -> int:
-    """The scenario's human actions, as `import_actions` applies them; the number newly applied."""
+def replay_actions(path: Path, as_of: datetime) -> int:
+    """The scenario's human actions until `as_of`, as `import_actions` applies them; the number newly applied."""
     applied = 0
-    for raw in path.read_text().splitlines():
-        if not raw.strip():
+    lines = [json.loads(raw) for raw in path.read_text().splitlines() if raw.strip()]
+    for line in lines:
+        if parse_time(line["at"], "at") > as_of:
             continue
         try:
-            applied += action_line_apply(line=json.loads(raw)) == "applied"
+            applied += action_line_apply(line=line) == "applied"
         except (ReplayError, ActionError):
             continue  # an action the simulated people took on a state it no longer fits
     return applied

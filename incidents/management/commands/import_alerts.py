@@ -2,13 +2,16 @@ import json
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
+from django.utils import timezone
 
 from incidents import services
-from incidents.models import Integration
+from incidents.models import Integration, PendingAction
+from incidents.replay import pending_actions_apply
 
 
 class Command(BaseCommand):
-    help = "Replay webhook bodies (one JSON body a line) as if delivered to an integration."
+    help = ("Replay webhook bodies (one JSON body a line) as if delivered to an integration; then apply the actions "
+            "import_actions kept for alerts not stored yet, if theirs are now stored and correlated.")
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("file", type=Path)
@@ -36,3 +39,16 @@ class Command(BaseCommand):
                     totals["refused"] += 1
                     self.stderr.write(f"{file.name}:{number}: {receipt.body.get('error')}")
         self.stdout.write(json.dumps(totals))
+        self.apply_pending_actions()
+
+    def apply_pending_actions(self) -> None:
+        """Without a broker the bodies were correlated as they were stored; with one, a worker
+        correlates them later and the periodic task applies what still waits."""
+        started = timezone.now()
+        totals = pending_actions_apply()
+        if not any(totals.values()):
+            return
+        self.stderr.write(f"pending actions: {totals['applied'] + totals['already']} applied, {totals['failed']} failed, "
+                          f"{totals['pending']} still wait for their alerts")
+        for failed in PendingAction.objects.filter(failed_at__gte=started):
+            self.stderr.write(f"{failed.source}: {failed.error}")

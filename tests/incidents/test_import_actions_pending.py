@@ -1,0 +1,138 @@
+"""`import_actions` before `import_alerts` (the contract lets the three imports run in any order):
+a line whose alerts are not stored, or not correlated, yet is kept pending and applied once they
+are, by the next `import_alerts` or the periodic task, with the result the other order gives. A
+line that is wrong in itself fails at once, and a pending one that cannot be applied when its
+alerts arrive keeps its error where a person sees it."""
+from __future__ import annotations
+
+import json
+from datetime import timedelta
+from pathlib import Path
+
+import pytest
+from django.core.management import call_command
+from django.utils import timezone
+
+from incidents.models import Alert, Decision, Delivery, Incident, IncidentAction, PendingAction
+from incidents.tasks import apply_pending_actions, correlate_key, process_delivery
+from tests.incidents.conftest import SIBLINGS, am_body, cascade
+from tests.incidents.test_actions_audit import snapshot
+
+pytestmark = pytest.mark.django_db
+
+
+def run(command: str, *args: str, folder: Path) -> tuple[dict, str]:
+    out, err = folder / "out", folder / "err"
+    call_command(command, *args, stdout=open(out, "w"), stderr=open(err, "w"))
+    return json.loads(out.read_text()), err.read_text()
+
+
+def action_lines() -> list[dict]:
+    """The stored cascade's human actions, naming alerts by fingerprint as an exported file does."""
+    def fingerprint(name: str, pod: str | None = None) -> str:
+        rows = Alert.objects.filter(alertname=name)
+        return (rows.get(labels__pod=pod) if pod else rows.get()).fingerprint
+
+    oom, ttft, disk = fingerprint("LLMContainerOOMKilled"), fingerprint("LLMTTFTP99High"), fingerprint("NodeDiskFilling")
+    return [
+        {"at": "2026-11-29T02:06:00Z", "by": "ana", "action": "acknowledge", "fingerprint": oom},
+        {"at": "2026-11-29T02:08:00Z", "by": "ana", "action": "note", "text": "frag again", "fingerprint": oom},
+        {"at": "2026-11-29T02:11:00Z", "by": "ben", "action": "false_positive",
+         "fingerprint": fingerprint("VLLMRequestQueueHigh", SIBLINGS[0])},
+        {"at": "2026-11-29T02:12:00Z", "by": "ben", "action": "exclude_alert", "fingerprint": ttft},
+        {"at": "2026-11-29T02:14:00Z", "by": "ana", "action": "merge", "fingerprint": disk, "into_fingerprint": oom},
+    ]
+
+
+@pytest.fixture
+def files(make_integration, deliver, tmp_path) -> tuple[int, Path, Path, dict, list[dict]]:
+    """The alerts and actions files, what importing them alerts first gives, and the action lines;
+    then a database without the alerts, their incidents, actions or deliveries."""
+    integration = make_integration()
+    for row in cascade():
+        assert deliver(integration, am_body(row)).status_code == 202
+    alerts, actions = tmp_path / "alerts.jsonl", tmp_path / "actions.jsonl"
+    alerts.write_bytes(b"\n".join(am_body(row) for row in cascade()) + b"\n")
+    lines = action_lines()
+    actions.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
+    assert run("import_actions", str(actions), folder=tmp_path)[0]["applied"] == len(lines)
+    in_order = snapshot()
+    for model in (Incident, Alert, Delivery, Decision):
+        model.objects.all().delete()
+    assert not IncidentAction.objects.exists()
+    return integration.pk, alerts, actions, in_order, lines
+
+
+def deliveries_processed(django_capture_on_commit_callbacks, *, correlated: bool) -> None:
+    """What the worker does with the stored deliveries, then (with `correlated`) with their alerts."""
+    with django_capture_on_commit_callbacks(execute=False):
+        for delivery in Delivery.objects.filter(status="pending").order_by("pk"):
+            process_delivery(delivery.pk)
+    if correlated:
+        for key in sorted(set(Alert.objects.filter(correlated=False).values_list("correlation_key", flat=True))):
+            correlate_key(key)
+
+
+@pytest.mark.parametrize("applied_by", ["the next import_alerts", "the periodic task"])
+def test_actions_imported_before_their_alerts_are_kept_and_applied_once_the_alerts_are_correlated(
+        files, tmp_path, django_capture_on_commit_callbacks, applied_by):
+    integration, alerts, actions, in_order, _ = files
+    totals, err = run("import_actions", str(actions), folder=tmp_path)
+    assert totals == {"applied": 0, "already": 0, "pending": 5, "failed": 0}, err
+    assert err.splitlines()[0].startswith("actions.jsonl:1: pending: no alert ")
+    assert not IncidentAction.objects.exists() and PendingAction.objects.count() == 5
+    with django_capture_on_commit_callbacks(execute=False):
+        run("import_alerts", str(alerts), "--integration", str(integration), folder=tmp_path)
+    deliveries_processed(django_capture_on_commit_callbacks, correlated=False)
+    assert apply_pending_actions() == {"applied": 0, "already": 0, "pending": 5, "failed": 0}  # stored, not yet correlated
+    assert "not correlated into an incident yet" in PendingAction.objects.first().waiting_for
+
+    deliveries_processed(django_capture_on_commit_callbacks, correlated=True)
+    if applied_by == "the periodic task":
+        assert apply_pending_actions() == {"applied": 5, "already": 0, "pending": 0, "failed": 0}
+    else:
+        with django_capture_on_commit_callbacks(execute=False):
+            _, err = run("import_alerts", str(alerts), "--integration", str(integration), folder=tmp_path)
+        assert "pending actions: 5 applied" in err
+    assert snapshot() == in_order and not PendingAction.objects.exists()
+    assert run("import_actions", str(actions), folder=tmp_path)[0] == {"applied": 0, "already": 5, "pending": 0, "failed": 0}
+
+
+def test_a_pending_action_that_cannot_be_applied_when_its_alerts_arrive_keeps_its_error(
+        files, tmp_path, django_capture_on_commit_callbacks):
+    integration, alerts, actions, _, lines = files
+    first = lines[0]
+    actions.write_text("\n".join(json.dumps(line) for line in (first, {**first, "at": "2026-11-29T02:07:00Z"})))
+    assert run("import_actions", str(actions), folder=tmp_path)[0]["pending"] == 2
+    with django_capture_on_commit_callbacks(execute=False):
+        run("import_alerts", str(alerts), "--integration", str(integration), folder=tmp_path)
+    deliveries_processed(django_capture_on_commit_callbacks, correlated=True)
+    with django_capture_on_commit_callbacks(execute=False):
+        _, err = run("import_alerts", str(alerts), "--integration", str(integration), folder=tmp_path)
+    assert "pending actions: 1 applied, 1 failed" in err
+    assert "actions.jsonl:2: " in err and "already acknowledged" in err
+    failed = PendingAction.objects.get()
+    assert failed.source == "actions.jsonl:2" and failed.failed_at is not None and "already acknowledged" in failed.error
+    assert apply_pending_actions() == {"applied": 0, "already": 0, "pending": 0, "failed": 0}  # not tried again
+    assert IncidentAction.objects.filter(action="acknowledge").count() == 1
+
+
+def test_a_line_wrong_in_itself_fails_at_once_even_before_its_alerts_arrive(files, tmp_path, users):
+    _, _, actions, _, lines = files
+    users("vic", "viewer")
+    first = lines[0]
+    tomorrow = (timezone.now() + timedelta(days=1)).isoformat().replace("+00:00", "Z")
+    wrong = [{**first, "at": tomorrow}, {**first, "when": "now"}, {**first, "by": "vic"}, {**first, "at": "02:06"}, first]
+    actions.write_text("\n".join(json.dumps(line) for line in wrong))
+    totals, err = run("import_actions", str(actions), folder=tmp_path)
+    assert totals == {"applied": 0, "already": 0, "pending": 1, "failed": 4}, err
+    assert "actions.jsonl:1: at: " in err and "in the future" in err
+    assert "actions.jsonl:2: when: not a field of acknowledge" in err
+    assert "actions.jsonl:3: this needs the responder role" in err
+    assert "actions.jsonl:4: at: " in err
+    assert list(PendingAction.objects.values_list("source", flat=True)) == ["actions.jsonl:5"]
+
+
+def test_kept_actions_are_applied_by_a_named_task_on_beat(settings):
+    assert apply_pending_actions.name == "incidents.apply_pending_actions"
+    assert {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()} >= {"incidents.apply_pending_actions"}
