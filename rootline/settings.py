@@ -211,7 +211,9 @@ CORRELATION_PACE_SECONDS = env_whole("ROOTLINE_CORRELATION_PACE_MS", 250, 0, 60_
 # committed on its own (incidents/correlation/run.py). Bigger runs cost less per alert (a storm
 # cluster's 6,253 alerts: 395-491 µs each in runs of 1,000, 255-281 µs in one run), smaller runs
 # commit their first alerts sooner and hold the key's lock (which a person's merge waits on) for less.
-CORRELATION_SLICE = env_whole("ROOTLINE_CORRELATION_SLICE", 1000, 100, 100_000, "alerts")
+# 3,000: in the 5,000/s end-to-end storm, 10% less correlation CPU than 1,000 and a median
+# delivery -> incident 35% lower (docs/benchmarks.md, eighth session).
+CORRELATION_SLICE = env_whole("ROOTLINE_CORRELATION_SLICE", 3000, 100, 100_000, "alerts")
 # A worker's kept state ranks an incident of 500 alerts or more (edges, chain, root candidates)
 # at most this often; its alerts join it on every run meanwhile (incidents/correlation/state.py).
 CORRELATION_RANK_EVERY_SECONDS = env_whole("ROOTLINE_CORRELATION_RANK_EVERY_MS", 5000, 0, 600_000, "milliseconds") / 1000
