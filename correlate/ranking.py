@@ -24,6 +24,7 @@ RELATION_WORDS = {
     "same_pod": "same pod",
     "same_gpu": "same GPU",
     "same_node": "pod on that node",
+    "same_group": "same pod group (leader and workers)",
     "same_deployment": "same deployment",
     "sibling": "sibling pod of the same model/deployment",
     "same_model": "same model",
@@ -90,11 +91,14 @@ def rank_numbered(members: list[Member], graph: "_Graph", links: list[tuple[int,
     total_score = sum(s for s, *_ in top) or 1.0
     by_key = {m.key: m for m in members}
     outgoing = _outgoing_of({-negative for _, negative, _, _ in top}, members, graph)
+    through = _kin_explaining({-negative for _, negative, key, reach in top if reach and key not in outgoing},
+                              members, graph, links)
     candidates = tuple(
         RootCandidate(
             alert_key=key,
             confidence=round(min(1.0, 0.5 * score + 0.5 * score / total_score), 3),
-            explanation=explain(by_key[key], outgoing.get(key, []), by_key, reach, len(members), catalog),
+            explanation=explain(by_key[key], outgoing.get(key, []), by_key, reach, len(members), catalog,
+                                through=through.get(key)),
         )
         for score, _, key, reach in top
     )
@@ -135,6 +139,29 @@ def _outgoing_of(starts: set[int], members: list[Member], graph: _Graph) -> dict
         if cause in starts:
             outgoing.setdefault(members[cause].key, []).append(graph.edge(number))
     return outgoing
+
+
+def _kin_explaining(starts: set[int], members: list[Member], graph: _Graph,
+                    links: list[tuple[int, int]]) -> dict[str, tuple[Member, list[Edge]]]:
+    """For candidates with no causal edge of their own that still explain others: the earliest
+    member of their same-trouble component (the same failure on a sibling, say) that has one, with
+    its edges. The candidate is explained through it rather than as linked to nothing."""
+    if not starts or not links:
+        return {}
+    neighbours: dict[int, list[int]] = {}
+    for a, b in links:
+        neighbours.setdefault(a, []).append(b)
+        neighbours.setdefault(b, []).append(a)
+    causes = set(graph.causes)
+    found: dict[str, tuple[Member, list[Edge]]] = {}
+    for start in starts:
+        seen, frontier = {start}, [start]
+        while frontier:
+            frontier = [n for m in frontier for n in neighbours.get(m, ()) if n not in seen and not seen.add(n)]
+        kin = min((n for n in seen if n in causes and n != start), default=None)  # members are in onset order
+        if kin is not None:
+            found[members[start].key] = (members[kin], _outgoing_of({kin}, members, graph)[members[kin].key])
+    return found
 
 
 def _reach(start: str, outgoing: dict[str, list[Edge]], neighbours: dict[str, list[str]], by_key: dict[str, Member]) -> int:
@@ -305,12 +332,23 @@ def _lag_words(seconds: float) -> str:
     return f"{round(seconds)} s"
 
 
-def explain(root: Member, outgoing: list[Edge], by_key: dict[str, Member], reach: int, size: int, catalog: Catalog) -> str:
-    """One sentence naming the rule, in the words an on-call engineer would use."""
+def explain(root: Member, outgoing: list[Edge], by_key: dict[str, Member], reach: int, size: int, catalog: Catalog,
+            through: tuple[Member, list[Edge]] | None = None) -> str:
+    """One sentence naming the rule, in the words an on-call engineer would use. `through`: the
+    member of the root's same trouble whose edges explain what the root itself has no edge to."""
     label = catalog.modes[root.failure_mode].label if root.failure_mode in catalog.modes else root.failure_mode
     cause_words = f"{label} ({root.alertname or root.key}) on {root.scope.describe()} from {_clock(root.onset)}"
     if size == 1:
         return f"{root.alertname or root.key} on {root.scope.describe()} from {_clock(root.onset)} is this incident's only alert ({label})."
+    if not outgoing and through is not None:
+        kin, kin_edges = through
+        edge = min(kin_edges, key=lambda e: (by_key[e.effect].onset, e.effect))
+        effect = by_key[edge.effect]
+        relation = RELATION_WORDS.get(edge.relation, edge.relation.replace("_", " "))
+        return (f"{cause_words} is the same trouble as {kin.alertname or kin.key} on {kin.scope.describe()} from "
+                f"{_clock(kin.onset)}, which {effect.alertname or effect.key} on {effect.scope.describe()} at "
+                f"{_clock(effect.starts_at)} followed (rule {edge.rule}, lag {_lag_words(edge.lag_seconds)}, {relation}); "
+                f"it explains {reach} of the other {size - 1} alert(s).")
     if not outgoing:
         return (f"{cause_words} shares scope and time with the rest of the incident, "
                 f"but no causal rule links it to the other {size - 1} alert(s).")

@@ -140,6 +140,23 @@ def test_a_change_causes_a_slow_rule_that_fired_after_it_though_its_window_began
         assert "LLMRequestErrorsHigh" not in names(incident)  # fired before the deploy
 
 
+def test_a_root_whose_sibling_holds_the_causal_edge_is_explained_through_it():
+    """Two acceptance drops on sibling pods are one trouble; the engine keeps one edge from that
+    trouble to the TPOT breach (the later drop's). The earlier drop, the root, is explained
+    through its sibling, not as linked to nothing."""
+    window = "avg_over_time(vllm:spec_decode_draft_acceptance_rate[10m]) < 0.4"
+    first = make_alert("SpecDecodeAcceptanceDrop", "01:31", expr=window, pod=POD, model_name="llama", **LABELS)
+    second = make_alert("SpecDecodeAcceptanceDrop", "01:34", expr=window, pod=SIBLING, model_name="llama", **LABELS)
+    tpot = make_alert("LLMTPOTP99SLOBreach", "01:25", model_name="llama", **LABELS)
+    [incident] = correlate([first, second, tpot], catalog=CATALOG)
+    root = incident.member(incident.root.alert_key)
+    assert root.scope.pod == POD
+    assert [incident.member(e.cause).scope.pod for e in incident.edges if e.rule.startswith("spec_decode")] == [SIBLING]
+    text = incident.root.explanation
+    assert f"is the same trouble as SpecDecodeAcceptanceDrop on {SIBLING}" in text, text
+    assert "LLMTPOTP99SLOBreach" in text and "rule spec_decode->slo_tpot" in text and "no causal rule" not in text
+
+
 def test_change_elsewhere_is_not_a_suspect():
     other = make_alert("LLMContainerOOMKilled", "02:00", pod="sglang-qwen-0", cluster="prod-a", namespace="llm")
     incidents = correlate([deploy_change("01:50"), other], catalog=CATALOG)
