@@ -36,6 +36,8 @@ def test_triage_queue_and_incident_page_let_a_responder_acknowledge(live_server,
     page.wait_for_url(f"{live_server.url}/incidents/{incident.pk}/")
     chain = page.locator("ol.chainlist li").all_inner_texts()
     assert "KVCacheFragmentationHigh" in chain[0]
+    # Placed by when its condition began ("for 15 minutes"), so the chain reads in time order.
+    assert chain[0].startswith("01:30:00") and "(fired 01:45:00)" in chain[0], chain[0]
     assert any("LLMContainerOOMKilled" in item for item in chain[1:])
     page.click("button:has-text('Acknowledge')")
     page.wait_for_url(f"{live_server.url}/incidents/{incident.pk}/")
