@@ -155,13 +155,22 @@ def _kin_explaining(starts: set[int], members: list[Member], graph: _Graph,
     causes = set(graph.causes)
     found: dict[str, tuple[Member, list[Edge]]] = {}
     for start in starts:
-        seen, frontier = {start}, [start]
-        while frontier:
-            frontier = [n for m in frontier for n in neighbours.get(m, ()) if n not in seen and not seen.add(n)]
-        kin = min((n for n in seen if n in causes and n != start), default=None)  # members are in onset order
+        component = _linked_to(start, neighbours)
+        kin = min((n for n in component if n in causes and n != start), default=None)  # members are in onset order
         if kin is not None:
             found[members[start].key] = (members[kin], _outgoing_of({kin}, members, graph)[members[kin].key])
     return found
+
+
+def _linked_to(start: int, neighbours: dict[int, list[int]]) -> set[int]:
+    """Every member joined to `start` through same-trouble links, `start` included."""
+    seen, pending = {start}, [start]
+    while pending:
+        for other in neighbours.get(pending.pop(), ()):
+            if other not in seen:
+                seen.add(other)
+                pending.append(other)
+    return seen
 
 
 def _reach(start: str, outgoing: dict[str, list[Edge]], neighbours: dict[str, list[str]], by_key: dict[str, Member]) -> int:
