@@ -16,6 +16,9 @@ from correlate.catalog import Catalog, Matcher, load_catalog
 from correlate.events import Alert
 
 SLO_MARKER = "@slo"
+# Labels naming the SLO a generated burn-rate alert is about (Sloth's `sloth_slo`, Pyrra's `slo`):
+# the alert's own name ("SlothErrorBudgetBurnRate") says only that a budget burns.
+SLO_NAME_LABELS = ("sloth_slo", "slo", "slo_name")
 TEXT_ANNOTATIONS = ("summary", "description", "message", "title", "details")
 _WORD = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+[a-z]*")
 _PERCENTILE = re.compile(r"([A-Z])([pP]\d{2,3})")
@@ -80,7 +83,8 @@ class Classifier:
         # URL or annotations, whose text often names the pod: those answers are cached by name.
         self._by_name: dict[tuple[object, ...], Classification] = {}
         self._read_text = False  # whether the classification under way read the rule URL or annotations
-        self._relevant_labels = frozenset(self.catalog.layer_keys + self.catalog.mode_keys + self.catalog.change_marker_labels)
+        self._relevant_labels = frozenset(self.catalog.layer_keys + self.catalog.mode_keys + self.catalog.change_marker_labels
+                                          + SLO_NAME_LABELS)
 
     def classify(self, alert: Alert) -> Classification:
         relevant = self._relevant_labels
@@ -108,7 +112,7 @@ class Classifier:
             return Classification("process", "change", "change-marker", catalog.mode_depth("change"))
         inferred = self._infer(alert)
         explicit_layer = self._explicit_layer(alert.labels)
-        explicit_mode = self._explicit_mode(alert)
+        explicit_mode = self._explicit_mode(alert) or self._named_slo(alert.labels)
         if explicit_mode:
             agrees = inferred.failure_mode == explicit_mode
             depth = inferred.depth if agrees else catalog.mode_depth(explicit_mode)
@@ -157,6 +161,17 @@ class Classifier:
             matched = self._match_names(name_words(raw))
             if matched and matched.mode != "other":
                 return matched.mode
+        return ""
+
+    def _named_slo(self, labels: Mapping[str, str]) -> str:
+        """The SLO mode an SLO generator's label names ('tpot-p99' -> slo_tpot), or ''."""
+        for key in SLO_NAME_LABELS:
+            value = labels.get(key)
+            if value:
+                words = name_words(value)
+                for mode, pattern in self.catalog.slo_names:
+                    if pattern.search(words):
+                        return mode
         return ""
 
     def _slo_mode(self, alert: Alert) -> str:

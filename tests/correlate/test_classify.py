@@ -240,3 +240,19 @@ def test_a_shared_classifier_answers_as_a_fresh_one_for_every_alert():
     for _ in range(400):
         alert = make_alert(rng.choice(names), "01:00", expr=rng.choice(exprs), annotations=rng.choice(notes), **rng.choice(labels))
         assert shared.classify(alert) == Classifier(catalog).classify(alert)
+
+
+@pytest.mark.parametrize("labels, mode", [
+    ({"sloth_service": "codegen", "sloth_slo": "tpot-p99", "sloth_id": "codegen-tpot-p99"}, "slo_tpot"),
+    ({"sloth_service": "codegen", "sloth_slo": "ttft-p99", "sloth_id": "codegen-ttft-p99"}, "slo_ttft"),
+    ({"sloth_service": "codegen", "sloth_slo": "requests-availability"}, "error_rate"),
+    ({"slo": "chat-itl-jitter"}, "slo_itl"),  # Pyrra
+    ({"sloth_slo": "gpu-hours"}, "error_rate"),  # names no SLO the catalog knows: the alert's name decides
+])
+def test_a_generated_burn_rate_alert_is_the_slo_its_generator_names(labels, mode):
+    """Sloth and Pyrra name every burn-rate alert alike; their labels say which SLO burns. The
+    classifier's cache by name must keep two such SLOs apart."""
+    classifier = Classifier(load_catalog(use_env=False))
+    alert = make_alert("SlothErrorBudgetBurnRate", "02:00", namespace="codegen", **labels)
+    assert classifier.classify(alert).failure_mode == mode
+    assert classifier.classify(make_alert("SlothErrorBudgetBurnRate", "02:01", namespace="codegen")).failure_mode == "error_rate"

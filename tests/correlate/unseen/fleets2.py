@@ -810,10 +810,10 @@ KNOWN_FAILING: dict[str, dict[str, str]] = {
     "spec_decode_draft_swap_slo_burn": _failing(
         "(The deploy as root of `accept_0/1`, whose 10m windows place them before it though they fired "
         "after it, is fixed: _Partition._fired_after.) `slo` "
-        "(Sloth burn rate, labels sloth_service/sloth_slo/sloth_id only) has a namespace-only scope and "
-        "error_rate mode: nothing relates it (no slo_tpot->error_rate rule, no workload). Fix: read `sloth_slo` "
-        "(tpot-p99) for the SLO mode and let a workload-less SLO alert relate to same-mode alerts of its "
-        "namespace. Debatable member: its only formal link is namespace + the `tpot` word + time.",
+        "(Sloth burn rate, labels sloth_service/sloth_slo/sloth_id only) is slo_tpot now (its `sloth_slo` "
+        "names the SLO: classify.SLO_NAME_LABELS), but its scope is the namespace alone, and nothing relates "
+        "a namespace to the model's TPOT alert. Fix: let a workload-less SLO alert relate to same-mode alerts "
+        "of its namespace. Debatable member: its only formal link is namespace + the `tpot` word + time.",
         "grouping", "scorer"),
     "thermal_throttle_really_slows_decode": _failing(
         "The throttled GPU now roots the ITL jitter on its own pod (gpu_error->slo_itl/slo_tpot, scope: the "
