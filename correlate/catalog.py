@@ -359,10 +359,7 @@ def _build_rule(raw: Mapping[str, Any], modes: Mapping[str, ModeInfo]) -> Rule:
     for end in ("cause", "effect"):
         if raw.get(end) not in modes and not (end == "effect" and raw.get(end) == ANY_MODE):
             raise CatalogError(f"rules.{rule_id}: unknown {end} mode {raw.get(end)!r}")
-    scope = frozenset(raw.get("scope") or ("same_cluster",))
-    unknown = scope - set(SCOPE_RELATIONS)
-    if unknown:
-        raise CatalogError(f"rules.{rule_id}: unknown scope relation(s) {sorted(unknown)}")
+    scope = _relations(raw.get("scope") or ("same_cluster",), f"rules.{rule_id}.scope")
     return Rule(rule_id, raw["cause"], raw["effect"], parse_duration(raw.get("max_lag", "30m")), scope)
 
 

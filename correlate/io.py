@@ -46,8 +46,8 @@ def iter_json_lines(path: str | Path) -> Iterator[Any]:
                 continue
 
 
-_EVENT_ACTIONS = ("trigger", "acknowledge", "resolve")
 OCCURRENCE, TRIGGER, ACKNOWLEDGE, END = "occurrence", "trigger", "acknowledge", "end"
+_EVENT_KINDS = {"trigger": TRIGGER, "acknowledge": ACKNOWLEDGE, "resolve": END}  # by event_action
 
 
 def alerts_from_body(body: Mapping[str, Any] | list) -> list[Alert]:
@@ -76,9 +76,9 @@ def _read_body(body: Mapping[str, Any] | list) -> list[tuple[str, Alert]]:
     if not isinstance(payload, Mapping):
         return []
     action = body.get("event_action")
-    if action in _EVENT_ACTIONS:
+    kind = _EVENT_KINDS.get(action) if isinstance(action, str) else None
+    if kind is not None:
         event = alert_from_event(body)
-        kind = {"trigger": TRIGGER, "acknowledge": ACKNOWLEDGE, "resolve": END}[action]
         return [(kind, event)] if event is not None else []
     if "event_action" in body or "dedup_key" in body or "severity" in payload:
         return []
