@@ -5,10 +5,10 @@ from __future__ import annotations
 
 from collections import Counter, defaultdict
 
-from django.db import connection
 from django.utils import timezone
 
 from correlate.results import Incident as EngineIncident
+from incidents.correlation.bulk import rows_delete, rows_insert, rows_update
 from incidents.models import Alert, Decision, Incident, IncidentEdge, RootCandidate
 
 SEVERITY_WORDS = {
@@ -154,7 +154,7 @@ class IncidentSaves:
         for fields, incidents in self.by_fields.items():
             for incident in incidents:
                 incident.updated_at = now
-            Incident.objects.bulk_update(incidents, [*fields, "updated_at"])
+            rows_update(Incident, incidents, [*fields, "updated_at"])
 
 
 def incident_details(engine_incident: EngineIncident, members: list[Alert], by_key: dict[str, Alert]) -> dict:
@@ -262,14 +262,10 @@ class DetailWrites:
         return True
 
     def flush(self) -> None:
-        if self.edges_gone:
-            IncidentEdge.objects.filter(pk__in=self.edges_gone).delete()
-        if self.edges_new:
-            IncidentEdge.objects.bulk_create(self.edges_new, batch_size=5000)
-        if self.candidates_of:
-            RootCandidate.objects.filter(incident_id__in=self.candidates_of).delete()
-        if self.candidates_new:
-            RootCandidate.objects.bulk_create(self.candidates_new, batch_size=5000)
+        rows_delete(IncidentEdge, "id", self.edges_gone)
+        rows_insert(IncidentEdge, self.edges_new)
+        rows_delete(RootCandidate, "incident_id", self.candidates_of)
+        rows_insert(RootCandidate, self.candidates_new)
 
 
 def alerts_write(rows: list[Alert], result: list[EngineIncident], assigned: dict[str, Incident], by_key: dict[str, Alert]) -> None:
@@ -298,22 +294,9 @@ def alerts_write(rows: list[Alert], result: list[EngineIncident], assigned: dict
 
 
 def alerts_update(changed: list[Alert]) -> None:
-    """Write the correlation fields of `changed` rows. On PostgreSQL one `UPDATE ... FROM unnest(...)`
-    per 5,000 rows: `bulk_update`'s CASE WHEN per row and field cost more CPU than the engine
-    itself on small windows (bench/correlate/end_to_end.py)."""
-    if connection.vendor != "postgresql":
-        Alert.objects.bulk_update(changed, [*ALERT_SYNC_FIELDS, "correlated"], batch_size=1000)
-        return
-    fields = [Alert._meta.get_field(name) for name in ALERT_SYNC_FIELDS]
-    columns = ", ".join(connection.ops.quote_name(field.column) for field in fields)
-    arrays = ", ".join(f"%s::{field.db_type(connection)}[]" for field in fields)
-    assignments = ", ".join(f"{connection.ops.quote_name(field.column)} = v.{connection.ops.quote_name(field.column)}" for field in fields)
-    sql = (f"UPDATE {connection.ops.quote_name(Alert._meta.db_table)} AS a SET {assignments}, correlated = true "
-           f"FROM unnest(%s::bigint[], {arrays}) AS v(id, {columns}) WHERE a.id = v.id")
-    with connection.cursor() as cursor:
-        for start in range(0, len(changed), 5000):
-            batch = changed[start:start + 5000]
-            cursor.execute(sql, [[row.pk for row in batch]] + [[getattr(row, field.attname) for row in batch] for field in fields])
+    """Write the correlation fields of `changed` rows (one `UPDATE ... FROM unnest(...)` per
+    5,000 rows on PostgreSQL)."""
+    rows_update(Alert, changed, [*ALERT_SYNC_FIELDS, "correlated"])
 
 
 def retire_emptied(previous: dict[int, set[int]], assigned: dict[str, Incident], rows: list[Alert]) -> None:
