@@ -23,7 +23,7 @@ from datetime import datetime, timedelta, timezone
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import transaction
+from django.db import connection, transaction
 from django.db.models import Q
 from django.utils import timezone as django_timezone
 
@@ -243,13 +243,30 @@ def mark_gaps(points: list[tuple[float, float]], step: float) -> list[tuple[floa
     return out
 
 
+def incident_for_evidence(incident_id: int) -> Incident | None:
+    """The incident, with this transaction the only collection writing its evidence. On PostgreSQL
+    an advisory lock per incident does that, not a lock on the incident's row: the evidence worker
+    runs at the lowest CPU priority (`bin/serve`), and a correlation run updating the incident
+    must never wait for a collection the kernel has set aside during a storm. The evidence rows'
+    foreign key still keeps the incident from being deleted under them (a collection whose
+    incident went meanwhile fails and is retried, then finds it gone)."""
+    if connection.vendor != "postgresql":
+        return Incident.objects.select_for_update().filter(pk=incident_id).first()
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [EVIDENCE_LOCK_SPACE, incident_id % 2**31])
+    return Incident.objects.filter(pk=incident_id).first()
+
+
+EVIDENCE_LOCK_SPACE = 4243  # advisory locks (space, id): 4242 serialises correlation keys
+
+
 def persist(incident_id: int, answers: list[_Answer], window: Window, now: datetime) -> CollectResult:
     result = CollectResult(incident_id)
     by_signal: dict[str, list[_Answer]] = defaultdict(list)
     for answer in answers:
         by_signal[answer.query.signal].append(answer)
     with transaction.atomic():
-        incident = Incident.objects.select_for_update().filter(pk=incident_id).first()
+        incident = incident_for_evidence(incident_id)
         if incident is None:
             return CollectResult(incident_id, skipped="gone")
         existing = {(row.signal, row.query, row.labels_key): row for row in EvidenceSeries.objects.filter(incident=incident)}
