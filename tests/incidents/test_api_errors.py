@@ -198,6 +198,14 @@ def test_the_schema_answers_its_errors_in_the_error_shape_too(client):
     error_of(client.get("/api/v1/schema/"), 401, "credentials")
 
 
+def test_the_schema_refuses_a_query_parameter_it_does_not_take_as_the_lists_do(users, client):
+    client.force_login(users("v", "viewer"))
+    error_of(client.get("/api/v1/schema/?verison=2"), 400, "verison: unknown query parameter; this endpoint takes lang")
+    error_of(client.get("/api/v1/schema/?format=json&x%00=1"), 400, "NUL")
+    for taken in ("", "?format=json", "?format=yaml", "?lang=en-us", "?format=json&lang=en-us"):
+        assert client.get(f"/api/v1/schema/{taken}").status_code == 200, taken
+
+
 def test_pages_outside_the_api_keep_their_html_404_and_a_missing_slash_still_redirects(users, client):
     client.force_login(users("v", "viewer"))
     for path in ("/nope/", "/incidents/999999/", "/incidents/abc/"):
