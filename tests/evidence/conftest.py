@@ -34,9 +34,13 @@ def story_file(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def backfilled_prometheus(story_file, tmp_path_factory):
     """Debian's prometheus on a free loopback port, on blocks promtool made from the story."""
+    yield from prometheus_backfilled_with(story_file, tmp_path_factory.mktemp("tsdb"))
+
+
+def prometheus_backfilled_with(openmetrics: Path, folder: Path):
+    """Yields the URL of a Prometheus serving `openmetrics`, backfilled by promtool into `folder`."""
     prometheus, promtool = require_binary("prometheus"), require_binary("promtool")
-    folder = tmp_path_factory.mktemp("tsdb")
-    subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(story_file), str(folder / "data")],
+    subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(openmetrics), str(folder / "data")],
                    check=True, capture_output=True, timeout=120)
     (folder / "prometheus.yml").write_text("global:\n  scrape_interval: 15s\nscrape_configs: []\n")
     port = free_port()
