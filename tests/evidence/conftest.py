@@ -13,8 +13,10 @@ import requests
 from tests.conftest import free_port, require_binary, wait_until
 from tests.evidence import story_openmetrics
 
-# A fixed past start keeps the story deterministic; 10y retention keeps Prometheus from deleting it.
-STORY_START = datetime(2026, 11, 20, 1, 0, tzinfo=timezone.utc)
+# 01:00 UTC two days ago: whole hours keep the windows' steps aligned as with any fixed start, and
+# a start in the past whatever the machine's clock keeps the story inside "never beyond now"
+# (a fixed date would be ahead of an earlier clock). 10y retention keeps Prometheus from deleting it.
+STORY_START = (datetime.now(timezone.utc) - timedelta(days=2)).replace(hour=1, minute=0, second=0, microsecond=0)
 NAMESPACE = "llm-serving"
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 

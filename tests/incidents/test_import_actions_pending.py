@@ -17,7 +17,7 @@ from django.utils import timezone
 from incidents.models import Alert, Decision, Delivery, Incident, IncidentAction, PendingAction
 from incidents.replay import pending_actions_apply
 from incidents.tasks import apply_pending_actions, correlate_key, process_delivery
-from tests.incidents.conftest import SIBLINGS, am_body, cascade
+from tests.incidents.conftest import DAY, SIBLINGS, am_body, cascade
 from tests.incidents.test_actions_audit import snapshot
 
 pytestmark = pytest.mark.django_db
@@ -37,12 +37,12 @@ def action_lines() -> list[dict]:
 
     oom, ttft, disk = fingerprint("LLMContainerOOMKilled"), fingerprint("LLMTTFTP99High"), fingerprint("NodeDiskFilling")
     return [
-        {"at": "2026-11-29T02:06:00Z", "by": "ana", "action": "acknowledge", "fingerprint": oom},
-        {"at": "2026-11-29T02:08:00Z", "by": "ana", "action": "note", "text": "frag again", "fingerprint": oom},
-        {"at": "2026-11-29T02:11:00Z", "by": "ben", "action": "false_positive",
+        {"at": f"{DAY}T02:06:00Z", "by": "ana", "action": "acknowledge", "fingerprint": oom},
+        {"at": f"{DAY}T02:08:00Z", "by": "ana", "action": "note", "text": "frag again", "fingerprint": oom},
+        {"at": f"{DAY}T02:11:00Z", "by": "ben", "action": "false_positive",
          "fingerprint": fingerprint("VLLMRequestQueueHigh", SIBLINGS[0])},
-        {"at": "2026-11-29T02:12:00Z", "by": "ben", "action": "exclude_alert", "fingerprint": ttft},
-        {"at": "2026-11-29T02:14:00Z", "by": "ana", "action": "merge", "fingerprint": disk, "into_fingerprint": oom},
+        {"at": f"{DAY}T02:12:00Z", "by": "ben", "action": "exclude_alert", "fingerprint": ttft},
+        {"at": f"{DAY}T02:14:00Z", "by": "ana", "action": "merge", "fingerprint": disk, "into_fingerprint": oom},
     ]
 
 
@@ -104,7 +104,7 @@ def test_a_pending_action_that_cannot_be_applied_when_its_alerts_arrive_keeps_it
         files, tmp_path, django_capture_on_commit_callbacks):
     integration, alerts, actions, _, lines = files
     first = lines[0]
-    actions.write_text("\n".join(json.dumps(line) for line in (first, {**first, "at": "2026-11-29T02:07:00Z"})))
+    actions.write_text("\n".join(json.dumps(line) for line in (first, {**first, "at": f"{DAY}T02:07:00Z"})))
     assert run("import_actions", str(actions), folder=tmp_path)[0]["pending"] == 2
     with django_capture_on_commit_callbacks(execute=False):
         run("import_alerts", str(alerts), "--integration", str(integration), folder=tmp_path)
@@ -163,7 +163,7 @@ def test_a_kept_action_whose_alerts_never_arrive_expires_after_the_limit_naming_
     assert merge.state == "expired" and merge.expired_at == kept_at + timedelta(hours=24, seconds=1)
     assert "did not arrive within 24 h" in merge.error
     for fingerprint in (lines[4]["fingerprint"], lines[4]["into_fingerprint"]):  # both alerts a merge names
-        assert f"no alert {fingerprint!r} that started by 2026-11-29T02:14:00+00:00 is stored yet" in merge.error
+        assert f"no alert {fingerprint!r} that started by {DAY}T02:14:00+00:00 is stored yet" in merge.error
     assert sum("actions.jsonl:5 (merge at " in message and "expired" in message for message in caplog.messages) == 1
 
     assert apply_pending_actions() == {"applied": 0, "already": 0, "pending": 0, "failed": 0, "expired": 0}  # not tried again
