@@ -45,12 +45,30 @@ class AlertAdmin(admin.ModelAdmin):
     readonly_fields = [field.name for field in Alert._meta.fields]
 
 
+class PendingStateFilter(admin.SimpleListFilter):
+    title = "state"
+    parameter_name = "state"
+
+    def lookups(self, request, model_admin):
+        return PendingAction.State.choices
+
+    def queryset(self, request, queryset):
+        if self.value() == PendingAction.State.WAITING:
+            return queryset.waiting()
+        if self.value() == PendingAction.State.FAILED:
+            return queryset.filter(failed_at__isnull=False, expired_at=None)
+        if self.value() == PendingAction.State.EXPIRED:
+            return queryset.filter(expired_at__isnull=False)
+        return queryset
+
+
 @admin.register(PendingAction)
 class PendingActionAdmin(admin.ModelAdmin):
-    """Imported actions waiting for their alerts, and those that failed once these arrived."""
+    """Imported actions waiting for their alerts, those that failed once these arrived, and those
+    that expired because they never did."""
 
-    list_display = ("source", "at", "action_name", "waiting_for", "error", "failed_at")
-    list_filter = (("failed_at", admin.EmptyFieldListFilter),)
+    list_display = ("source", "at", "action_name", "state", "waiting_for", "error", "kept_at", "failed_at", "expired_at")
+    list_filter = (PendingStateFilter,)
     readonly_fields = [field.name for field in PendingAction._meta.fields]
 
     @admin.display(description="action")

@@ -9,6 +9,7 @@ from django.db import connections, models
 from django.db.models import Q
 from django.db.models.fields.json import KeyTextTransform
 from django.db.models.functions import Cast
+from django.utils import timezone
 
 from correlate.events import occurrence_key
 
@@ -289,26 +290,50 @@ class IncidentAction(models.Model):
         ordering = ["at", "id"]
 
 
+class PendingActionQuerySet(models.QuerySet):
+    def waiting(self) -> "PendingActionQuerySet":
+        """Still tried: neither failed once its alerts were there nor expired waiting for them."""
+        return self.filter(failed_at=None, expired_at=None)
+
+
 class PendingAction(models.Model):
     """An imported action line whose alerts were not stored, or not correlated into an incident,
     yet (`import_actions` before `import_alerts`): kept until they are, then applied as the import
     would have (`incidents.replay.pending_actions_apply`). One that fails then keeps its error, for
-    a person to see, and is not tried again; re-importing its line tries it once more."""
+    a person to see, and is not tried again; one whose alerts have not arrived
+    `ROOTLINE_PENDING_ACTION_TTL_HOURS` after it was kept expires, naming them, and is not tried
+    again either. Re-importing its line tries it once more, with a new time limit."""
+
+    class State(models.TextChoices):
+        WAITING = "waiting"
+        FAILED = "failed"
+        EXPIRED = "expired"
 
     line = models.JSONField()
     replay_key = models.CharField(max_length=64, unique=True, help_text="the line's key, as its IncidentAction will have")
     at = models.DateTimeField()
     source = models.CharField(max_length=300, blank=True, default="", help_text="FILE:LINE it was imported from")
     waiting_for = models.TextField(blank=True, default="")
-    error = models.TextField(blank=True, default="", help_text="why it could not be applied once its alerts were there")
+    error = models.TextField(blank=True, default="",
+                             help_text="why it could not be applied once its alerts were there, or which alerts never arrived")
     failed_at = models.DateTimeField(null=True, blank=True)
+    kept_at = models.DateTimeField(default=timezone.now, help_text="when it was (last) imported; its time limit runs from here")
+    expired_at = models.DateTimeField(null=True, blank=True, help_text="when it was given up on, its alerts still missing")
     created_at = models.DateTimeField(auto_now_add=True)
+
+    objects = PendingActionQuerySet.as_manager()
 
     class Meta:
         ordering = ["at", "id"]
 
     def __str__(self) -> str:
         return f"{self.line.get('action')} at {self.at.isoformat()} ({self.source})"
+
+    @property
+    def state(self) -> str:
+        if self.expired_at:
+            return self.State.EXPIRED
+        return self.State.FAILED if self.failed_at else self.State.WAITING
 
 
 class Decision(models.Model):

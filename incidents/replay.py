@@ -4,15 +4,17 @@ occurrence firing at the action's `at`), since alert ids differ between installa
 
 The imports may run in any order: a line whose alerts are not stored, or not correlated into an
 incident, yet is kept as a `PendingAction` and applied once they are by `pending_actions_apply`
-(at the end of `import_alerts`, and periodically on a worker), as if imported after them."""
+(at the end of `import_alerts`, and periodically on a worker), as if imported after them; one
+whose alerts never come expires `PENDING_ACTION_TTL_HOURS` after it was kept."""
 from __future__ import annotations
 
 import hashlib
 import json
 import logging
-from datetime import datetime
+from datetime import datetime, timedelta
 from typing import Any
 
+from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group
 from django.db import IntegrityError
@@ -107,30 +109,37 @@ def settled(key: str, outcome: str) -> str:
 
 def action_line_keep_pending(*, line: dict, source: str, waiting_for: str) -> PendingAction:
     """Keep a line that raised AlertsNotThereYet; importing it again updates the same row (and
-    gives one that had failed another try)."""
+    gives one that had failed or expired another try, with a new time limit)."""
     pending, _ = PendingAction.objects.update_or_create(
         replay_key=replay_key_of(line),
         defaults={"line": line, "at": line_time(line), "source": source[:300], "waiting_for": waiting_for, "error": "",
-                  "failed_at": None},
+                  "failed_at": None, "expired_at": None, "kept_at": timezone.now()},
     )
     return pending
 
 
-def pending_actions_apply() -> dict[str, int]:
+def pending_actions_apply(*, now: datetime | None = None) -> dict[str, int]:
     """Try every kept line, earliest `at` first (the order its people acted in): at the end of
     `import_alerts`, and by the periodic task `incidents.apply_pending_actions`. A line applied
-    is forgotten (its IncidentAction has its key); one whose alerts are still missing stays; one
-    that fails now keeps its error, for a person to see, and is not tried again."""
-    totals = {"applied": 0, "already": 0, "pending": 0, "failed": 0}
-    for pending in PendingAction.objects.filter(failed_at=None).order_by("at", "id"):
-        totals[pending_action_try(pending)] += 1
+    is forgotten (its IncidentAction has its key); one whose alerts are still missing stays, until
+    `PENDING_ACTION_TTL_HOURS` after it was kept: then it expires, naming the alerts that never
+    came, since a line tried every 30 s for ever is work and noise for nothing. One that fails
+    keeps its error; neither a failed nor an expired line is tried again (re-import it for that)."""
+    now = now or timezone.now()
+    kept_before = now - timedelta(hours=settings.PENDING_ACTION_TTL_HOURS)
+    totals = {"applied": 0, "already": 0, "pending": 0, "failed": 0, "expired": 0}
+    for pending in PendingAction.objects.waiting().order_by("at", "id"):
+        totals[pending_action_try(pending, expire=pending.kept_at <= kept_before, now=now)] += 1
     return totals
 
 
-def pending_action_try(pending: PendingAction) -> str:
+def pending_action_try(pending: PendingAction, *, expire: bool = False, now: datetime | None = None) -> str:
+    """Tried once more even when its time is up: alerts that came at the last moment still count."""
     try:
         return action_line_apply(line=pending.line)
     except AlertsNotThereYet as exc:
+        if expire:
+            return pending_action_expire(pending, now=now or timezone.now())
         PendingAction.objects.filter(pk=pending.pk).update(waiting_for=exc.message)
         return "pending"
     except (ReplayError, ActionError) as exc:
@@ -139,6 +148,30 @@ def pending_action_try(pending: PendingAction) -> str:
         PendingAction.objects.filter(pk=pending.pk).update(error=exc.message, failed_at=timezone.now())
         logger.warning("pending action %s could not be applied: %s", pending.source, exc.message)
         return "failed"
+
+
+def pending_action_expire(pending: PendingAction, *, now: datetime) -> str:
+    missing = "; ".join(alerts_missing(pending.line)) or pending.waiting_for
+    hours = settings.PENDING_ACTION_TTL_HOURS
+    reason = f"expired: its alerts did not arrive within {hours} h of its import: {missing}"
+    PendingAction.objects.filter(pk=pending.pk, expired_at=None).update(waiting_for=missing, error=reason, expired_at=now)
+    logger.warning("pending action %s (%s at %s) %s", pending.source, pending.line.get("action"), pending.at.isoformat(),
+                   reason)
+    return "expired"
+
+
+def alerts_missing(line: dict) -> list[str]:
+    """Every alert the line names that is not stored, or not correlated, yet (a line waits on the
+    first one it meets; an expired one names them all)."""
+    at = line_time(line)
+    names = [*(line.get("fingerprints") or [line.get("fingerprint")]), line.get("into_fingerprint")]
+    missing = []
+    for fingerprint in dict.fromkeys(name for name in names if isinstance(name, str) and name):
+        try:
+            correlated_by_now([occurrence_at(fingerprint, at)])
+        except AlertsNotThereYet as exc:
+            missing.append(exc.message)
+    return missing
 
 
 # Naming alerts --------------------------------------------------------------------------------

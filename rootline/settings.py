@@ -217,13 +217,17 @@ CORRELATION_SLICE = env_whole("ROOTLINE_CORRELATION_SLICE", 3000, 100, 100_000, 
 # A worker's kept state ranks an incident of 500 alerts or more (edges, chain, root candidates)
 # at most this often; its alerts join it on every run meanwhile (incidents/correlation/state.py).
 CORRELATION_RANK_EVERY_SECONDS = env_whole("ROOTLINE_CORRELATION_RANK_EVERY_MS", 5000, 0, 600_000, "milliseconds") / 1000
+# An imported action whose alerts have not arrived this long after it was kept (import_actions
+# before import_alerts) expires, naming them, and is no longer retried (incidents/replay.py).
+PENDING_ACTION_TTL_HOURS = env_whole("ROOTLINE_PENDING_ACTION_TTL_HOURS", 24, 1, 8760, "hours")
 CELERY_BEAT_SCHEDULE = {
     # Every minute: deliveries still pending after a broker outage or a worker crash are enqueued again.
     "requeue-stale-deliveries": {
         "task": "incidents.requeue_stale_deliveries",
         "schedule": 60.0,
     },
-    # Every 30 s: actions imported before their alerts, applied once those are stored and correlated.
+    # Every 30 s: actions imported before their alerts, applied once those are stored and correlated
+    # (or expired, PENDING_ACTION_TTL_HOURS after they were kept).
     "apply-pending-actions": {
         "task": "incidents.apply_pending_actions",
         "schedule": 30.0,

@@ -85,3 +85,11 @@ def test_correlation_rank_every_is_whole_milliseconds_up_to_ten_minutes(tmp_path
     for bad in ("-1", "2.5", "often", "600001"):
         result = run_settings(tmp_path, ROOTLINE_CORRELATION_RANK_EVERY_MS=bad)
         assert result.returncode != 0 and "ROOTLINE_CORRELATION_RANK_EVERY_MS must be a whole number of milliseconds" in result.stderr, bad
+
+
+def test_pending_action_ttl_is_whole_hours_up_to_a_year(tmp_path):
+    for good in ("1", "24", "8760"):
+        assert run_settings(tmp_path, ROOTLINE_PENDING_ACTION_TTL_HOURS=good).returncode == 0, good
+    for bad in ("0", "-1", "1.5", "forever", "8761"):
+        result = run_settings(tmp_path, ROOTLINE_PENDING_ACTION_TTL_HOURS=bad)
+        assert result.returncode != 0 and "ROOTLINE_PENDING_ACTION_TTL_HOURS must be a whole number of hours" in result.stderr, bad

@@ -17,7 +17,7 @@ from rest_framework.views import APIView
 
 from incidents import selectors
 from incidents.actions import ActionError, incident_act
-from incidents.api.errors import ApiErrors, api_exception_handler, shown
+from incidents.api.errors import ApiErrors, shown
 from incidents.api.serializers import (
     ActionBodySerializer, AlertSerializer, ErrorSerializer, IncidentDetailSerializer, IncidentSerializer, SplitResultSerializer,
 )
@@ -145,14 +145,13 @@ class IncidentActions(ApiErrors, APIView):
         return Response(incident_payload(request, outcome.incidents[0].pk), status=outcome.status)
 
 
-class SchemaView(SpectacularAPIView):
+class SchemaView(ApiErrors, SpectacularAPIView):
     """The OpenAPI document, behind the same sign-in as the API it describes (drf-spectacular
-    serves it to anyone by default)."""
+    serves it to anyone by default). It takes what drf-spectacular reads (`?format=`, `?lang=`)
+    and, like every other endpoint, refuses any other query parameter rather than ignore it."""
 
     permission_classes = [IsAuthenticated]
-
-    def get_exception_handler(self):
-        return api_exception_handler
+    query_params = frozenset({"lang"})
 
     def handle_exception(self, exc: Exception) -> Response:
         """Errors in the API's JSON shape, not rendered as an OpenAPI document (YAML by default)."""

@@ -167,12 +167,23 @@ def evidence_collect(*, incident_id: int, now: datetime | None = None) -> Collec
         return CollectResult(incident_id, skipped="no alerts")
     window = evidence_window(alerts, now)
     scope = queries.incident_scope(alert.labels for alert in alerts)
-    modes = sorted(set(incident.failure_modes or []) | {a.failure_mode for a in alerts if a.failure_mode})
-    plan = queries.plan(scope, modes, catalog(), step=window.step)
+    plan = queries.plan(scope, evidence_modes(incident, alerts), catalog(), step=window.step)
     if not plan:
-        return CollectResult(incident_id, skipped="no scope: no pod, model or node in the alerts' labels")
+        return CollectResult(incident_id, skipped="no scope: no pod, model, node or volume in the alerts' labels")
     answers = fetch(plan, window)
     return persist(incident_id, answers, window, now)
+
+
+def evidence_modes(incident: Incident, alerts: list[Alert]) -> list[str]:
+    """The incident's failure modes, with its disk alerts counted as `queries.DISK` rather than
+    the `other` the catalog gives them: `other` stays only if an alert that is no disk alert has it."""
+    disk = [queries.disk_alert(a.alertname, a.labels, a.failure_mode, a.generator_url) for a in alerts]
+    modes = set(incident.failure_modes or []) | {a.failure_mode for a, d in zip(alerts, disk) if a.failure_mode and not d}
+    if any(disk):
+        modes.add(queries.DISK)
+        if not any(a.failure_mode in (None, "", "other") for a, d in zip(alerts, disk) if not d):
+            modes.discard("other")
+    return sorted(modes)
 
 
 def fetch(plan: list[queries.EvidenceQuery], window: Window) -> list[_Answer]:

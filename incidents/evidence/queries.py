@@ -4,8 +4,9 @@ Signals are the catalog's band names (`kv_pool_usage`, `framebuffer_headroom`, .
 `series` lists the metrics that answer them, plus a few signals without a band that a timeline
 still needs (`queue_depth`, `preemptions`, `restarts`, `oom_killed`). Every query is scoped by
 the incident's place, read from its alerts' labels: the pods of its deployments (so a pod
-rescheduled under a new name is still in), else its model, else its nodes for GPU series. An
-incident without any of those gets no query: an unscoped query would chart the whole fleet.
+rescheduled under a new name is still in), else its model, else its nodes for GPU series; disk
+alerts' filesystems by node and mountpoint, their volumes by claim. An incident without any of
+those gets no query: an unscoped query would chart the whole fleet.
 
 How a metric is read depends on its kind, and PromQL cannot tell: histograms (latencies) are
 `histogram_quantile` over `rate` of `_bucket`, counters (`_total`) are `rate`, the rest are
@@ -16,10 +17,11 @@ sources answer with the same series.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 
 from correlate.catalog import Band, Catalog
+from correlate.classify import rule_expressions
 from correlate.topology import deployment_of_pod, scope_of
 
 Matcher = tuple[str, str, str]  # (label, "=" | "=~", value); regexes are anchored, as in PromQL
@@ -53,9 +55,25 @@ UNBANDED = (
 # Which signals an incident gets: the cascade's core always, the rest by failure mode.
 CORE_SIGNALS = ("kv_pool_usage", "framebuffer_headroom", "framebuffer_ratio", "kv_fragmentation", "queue_depth",
                 "queue_wait", "ttft_p99", "preemptions", "restarts", "oom_killed")
+# Disk and filesystem alerts (node-exporter's NodeFilesystemSpaceFillingUp, HostDiskWillFillIn4Hours,
+# kubelet's KubePersistentVolumeFillingUp): the catalog has no failure mode for a filling disk (they
+# classify as `other`), so evidence tells them by their labels and names (`disk_alert`) and counts
+# them as DISK, which asks for the filesystems and volumes they watch rather than GPU and engine series.
+DISK = "disk"
+DISK_LABELS = ("mountpoint", "persistentvolumeclaim")
+DISK_WORDS = re.compile(r"disk|file ?system|persistent ?volume|out ?of ?space|node_filesystem_|kubelet_volume_stats_", re.I)
+# (signal, metric, level): node-exporter's filesystems by node and mountpoint, kubelet's volume
+# stats by claim. Gauges in bytes; free over size is what the alerts compare.
+DISK_SERIES = (
+    ("filesystem_avail_bytes", "node_filesystem_avail_bytes", "filesystem"),
+    ("filesystem_size_bytes", "node_filesystem_size_bytes", "filesystem"),
+    ("volume_available_bytes", "kubelet_volume_stats_available_bytes", "volume"),
+    ("volume_capacity_bytes", "kubelet_volume_stats_capacity_bytes", "volume"),
+)
 MODE_SIGNALS = {
     "slo_tpot": ("tpot_p99",), "slo_itl": ("itl_jitter",), "preemption": ("itl_jitter",),
     "spec_decode": ("spec_acceptance",), "queueing": ("batch_fill",), "timeout": ("tpot_p99",),
+    DISK: tuple(signal for signal, _, _ in DISK_SERIES),
 }
 GPU_METRIC = re.compile(r"^DCGM_")
 _SELECTOR = re.compile(r"\s*([a-zA-Z_:][a-zA-Z0-9_:]*)\s*(\{[^}]*\})?\s*")
@@ -71,10 +89,14 @@ class Scope:
     deployments: frozenset[str] = frozenset()
     models: frozenset[str] = frozenset()
     nodes: frozenset[str] = frozenset()
+    instances: frozenset[str] = frozenset()  # node-exporter targets of filesystem alerts (those with a mountpoint)
+    mountpoints: frozenset[str] = frozenset()
+    volume_claims: frozenset[str] = frozenset()
+    filesystem_nodes: frozenset[str] = frozenset()  # nodes of alerts about no volume claim (a claim's node is its kubelet's)
 
     @property
     def empty(self) -> bool:
-        return not (self.pods or self.deployments or self.models or self.nodes)
+        return not (self.pods or self.deployments or self.models or self.nodes or self.instances or self.volume_claims)
 
     def pod_regex(self) -> str:
         parts = [f"{regex_escape(d)}-.*" for d in sorted(self.deployments)]
@@ -134,17 +156,41 @@ class EvidenceQuery:
 
 def incident_scope(alert_labels: Iterable[dict[str, str]]) -> Scope:
     namespaces, pods, deployments, models, nodes = set(), set(), set(), set(), set()
+    instances, mountpoints, claims, filesystem_nodes = set(), set(), set(), set()
     for labels in alert_labels:
         place = scope_of(labels)
         for bucket, value in ((namespaces, place.namespace), (pods, place.pod), (deployments, place.deployment),
                               (models, place.model), (nodes, place.node)):
             if value:
                 bucket.add(value)
-    return Scope(frozenset(namespaces), frozenset(pods), frozenset(deployments), frozenset(models), frozenset(nodes))
+        if labels.get("mountpoint"):
+            mountpoints.add(labels["mountpoint"])
+            if labels.get("instance"):
+                instances.add(labels["instance"])
+        if labels.get("persistentvolumeclaim"):
+            claims.add(labels["persistentvolumeclaim"])
+        elif place.node:
+            filesystem_nodes.add(place.node)
+    return Scope(frozenset(namespaces), frozenset(pods), frozenset(deployments), frozenset(models), frozenset(nodes),
+                 frozenset(instances), frozenset(mountpoints), frozenset(claims), frozenset(filesystem_nodes))
+
+
+def disk_alert(name: str, labels: Mapping[str, str], failure_mode: str | None, generator_url: str = "") -> bool:
+    """A filesystem or volume alert: it carries a mountpoint or a claim, or the catalog left it
+    unclassified and its name or rule expression is about disks (NodeDiskFilling, "Node disk
+    almost full"). A mode the catalog did give it wins over words in its name
+    (KubePersistentVolumeErrors is an error rate)."""
+    if any(labels.get(key) for key in DISK_LABELS):
+        return True
+    if failure_mode not in (None, "", "other", "unknown"):
+        return False
+    return bool(DISK_WORDS.search(name) or (generator_url and DISK_WORDS.search(rule_expressions(generator_url))))
 
 
 def signals_for(failure_modes: Iterable[str]) -> list[str]:
-    wanted = list(CORE_SIGNALS)
+    failure_modes = list(failure_modes)
+    # A disk filling up says nothing about the GPUs and engines of its node: only its own series.
+    wanted = [] if set(failure_modes) == {DISK} else list(CORE_SIGNALS)
     for mode in failure_modes:
         wanted += [s for s in MODE_SIGNALS.get(mode, ()) if s not in wanted]
     return wanted
@@ -165,7 +211,38 @@ def plan(scope: Scope, failure_modes: Sequence[str], catalog: Catalog, *, step: 
                 for matchers in scoped_matchers(scope, metric, level):
                     queries.append(EvidenceQuery(name, kind, metric, matchers + extra, window=window))
                     break
+        for name, metric, level in DISK_SERIES:
+            if name == signal:
+                previous = ""
+                for matchers in disk_matchers(scope, level):  # later ones only when the one before found nothing
+                    query = EvidenceQuery(name, GAUGE, metric, matchers, window=window, fallback_of=previous)
+                    queries.append(query)
+                    previous = query.promql
     return dedupe(queries)
+
+
+def disk_matchers(scope: Scope, level: str) -> list[tuple[Matcher, ...]]:
+    """Filesystems by the alerts' node-exporter targets, then by node (a `node` label, else an
+    `instance` naming the node, with or without its port), narrowed to the alerts' mountpoints;
+    volumes by claim in their namespaces (not the filesystems of the claim's kubelet node).
+    node-exporter's own `namespace` is the monitoring one, so filesystems are not narrowed by it."""
+    if level == "volume":
+        if not scope.volume_claims:
+            return []
+        claims = (("persistentvolumeclaim", "=~", alternatives(scope.volume_claims)),)
+        return [namespace_matchers(scope) + claims]
+    mount = (("mountpoint", "=~", alternatives(scope.mountpoints)),) if scope.mountpoints else ()
+    out: list[tuple[Matcher, ...]] = []
+    if scope.instances:
+        out.append((("instance", "=~", alternatives(scope.instances)),) + mount)
+    if scope.filesystem_nodes:
+        nodes = alternatives(scope.filesystem_nodes)
+        out += [(("node", "=~", nodes),) + mount, (("instance", "=~", f"({nodes})(:[0-9]+)?"),) + mount]
+    return out
+
+
+def alternatives(values: Iterable[str]) -> str:
+    return "|".join(regex_escape(value) for value in sorted(values))
 
 
 def band_queries(band: Band, scope: Scope, window: float) -> list[EvidenceQuery]:
@@ -232,11 +309,7 @@ def parse_series(expression: str) -> list[tuple[str, tuple[Matcher, ...]]] | Non
 def scoped_matchers(scope: Scope, metric: str, level: str) -> list[tuple[Matcher, ...]]:
     """Label matchers for a metric at a level, most specific first; later ones are fallbacks
     (dcgm-exporter names the pod `exported_pod` without honorLabels, or not at all)."""
-    namespace: tuple[Matcher, ...] = ()
-    if len(scope.namespaces) == 1:
-        namespace = (("namespace", "=", next(iter(scope.namespaces))),)
-    elif scope.namespaces:
-        namespace = (("namespace", "=~", "|".join(regex_escape(n) for n in sorted(scope.namespaces))),)
+    namespace = namespace_matchers(scope)
     pods = scope.pod_regex()
     nodes = "|".join(regex_escape(n) for n in sorted(scope.nodes))
     if level == "gpu":
@@ -252,6 +325,14 @@ def scoped_matchers(scope: Scope, metric: str, level: str) -> list[tuple[Matcher
     if pods:
         return [namespace + (("pod", "=~", pods),)]
     return []
+
+
+def namespace_matchers(scope: Scope) -> tuple[Matcher, ...]:
+    if len(scope.namespaces) == 1:
+        return (("namespace", "=", next(iter(scope.namespaces))),)
+    if scope.namespaces:
+        return (("namespace", "=~", alternatives(scope.namespaces)),)
+    return ()
 
 
 def dedupe(queries: list[EvidenceQuery]) -> list[EvidenceQuery]:

@@ -13,8 +13,10 @@ import requests
 from tests.conftest import free_port, require_binary, wait_until
 from tests.evidence import story_openmetrics
 
-# A fixed past start keeps the story deterministic; 10y retention keeps Prometheus from deleting it.
-STORY_START = datetime(2026, 11, 20, 1, 0, tzinfo=timezone.utc)
+# 01:00 UTC two days ago: whole hours keep the windows' steps aligned as with any fixed start, and
+# a start in the past whatever the machine's clock keeps the story inside "never beyond now"
+# (a fixed date would be ahead of an earlier clock). 10y retention keeps Prometheus from deleting it.
+STORY_START = (datetime.now(timezone.utc) - timedelta(days=2)).replace(hour=1, minute=0, second=0, microsecond=0)
 NAMESPACE = "llm-serving"
 MODEL = "meta-llama/Llama-3.1-8B-Instruct"
 
@@ -34,9 +36,13 @@ def story_file(tmp_path_factory) -> Path:
 @pytest.fixture(scope="session")
 def backfilled_prometheus(story_file, tmp_path_factory):
     """Debian's prometheus on a free loopback port, on blocks promtool made from the story."""
+    yield from prometheus_backfilled_with(story_file, tmp_path_factory.mktemp("tsdb"))
+
+
+def prometheus_backfilled_with(openmetrics: Path, folder: Path):
+    """Yields the URL of a Prometheus serving `openmetrics`, backfilled by promtool into `folder`."""
     prometheus, promtool = require_binary("prometheus"), require_binary("promtool")
-    folder = tmp_path_factory.mktemp("tsdb")
-    subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(story_file), str(folder / "data")],
+    subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(openmetrics), str(folder / "data")],
                    check=True, capture_output=True, timeout=120)
     (folder / "prometheus.yml").write_text("global:\n  scrape_interval: 15s\nscrape_configs: []\n")
     port = free_port()

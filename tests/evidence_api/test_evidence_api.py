@@ -2,16 +2,16 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import datetime, timedelta
 
 import pytest
 
 from incidents.models import EvidenceGap, EvidenceSeries, MatrixCell
 from tests.evidence_api.march import evidence_row
-from tests.incidents.conftest import BAD_POD, FLEET, am_alert, am_body, cascade
+from tests.incidents.conftest import BAD_POD, DAY, FLEET, am_alert, am_body, cascade
 
 pytestmark = pytest.mark.django_db
-START = datetime(2026, 11, 29, 1, 0, tzinfo=timezone.utc)
+START = datetime.fromisoformat(f"{DAY}T01:00:00+00:00")  # the cascade's day
 
 
 def kv_ramp(incident, pod=BAD_POD, signal="kv_pool_usage", start_min=20, peak=0.95):
@@ -44,8 +44,8 @@ def patch(client, user, path, body):
 
 def test_timeline_api_lists_alerts_crossings_and_actions_in_time_order(incident, users, api):
     responder = users("resp", "responder")
-    assert api(responder, "post", f"/api/v1/incidents/{incident.pk}/actions/", {"action": "acknowledge", "at": "2026-11-29T01:50:00Z"}).status_code == 200
-    assert api(responder, "post", f"/api/v1/incidents/{incident.pk}/actions/", {"action": "degrade", "level": "L2", "at": "2026-11-29T02:06:00Z"}).status_code == 200
+    assert api(responder, "post", f"/api/v1/incidents/{incident.pk}/actions/", {"action": "acknowledge", "at": f"{DAY}T01:50:00Z"}).status_code == 200
+    assert api(responder, "post", f"/api/v1/incidents/{incident.pk}/actions/", {"action": "degrade", "level": "L2", "at": f"{DAY}T02:06:00Z"}).status_code == 200
     response = api(users("view", "viewer"), "get", f"/api/v1/incidents/{incident.pk}/timeline/")
     assert response.status_code == 200
     items = response.json()
@@ -54,7 +54,7 @@ def test_timeline_api_lists_alerts_crossings_and_actions_in_time_order(incident,
     assert {"alert_fired", "threshold", "action"} <= kinds
     threshold = next(i for i in items if i["kind"] == "threshold" and i["band"] == "red")
     assert threshold["signal"] == "kv_pool_usage" and threshold["value"] >= 0.85 and threshold["source"] == "metrics"
-    assert threshold["at"] == "2026-11-29T01:37:30Z"  # 0.5 + 0.02 * 17.5 = 0.85
+    assert threshold["at"] == f"{DAY}T01:37:30Z"  # 0.5 + 0.02 * 17.5 = 0.85
     degrade = next(i for i in items if i.get("action") == "degrade")
     assert degrade["by"] == "resp" and "L2" in degrade["title"] and degrade["layer"] == "process"
     for item in items:
@@ -148,9 +148,9 @@ def test_a_catalog_override_file_moves_a_band(incident, users, api, settings, tm
     settings.CATALOG_PATH = str(override)  # what ROOTLINE_CATALOG sets
     items = api(users("view", "viewer"), "get", f"/api/v1/incidents/{incident.pk}/timeline/").json()
     red = next(i for i in items if i["kind"] == "threshold" and i["band"] == "red")
-    assert red["at"] == "2026-11-29T01:41:30Z" and red["value"] >= 0.928  # 0.5 + 0.02 * 21.5 = 0.93
+    assert red["at"] == f"{DAY}T01:41:30Z" and red["value"] >= 0.928  # 0.5 + 0.02 * 21.5 = 0.93
     yellow = next(i for i in items if i["kind"] == "threshold" and i["band"] == "yellow")
-    assert yellow["at"] == "2026-11-29T01:35:00Z"
+    assert yellow["at"] == f"{DAY}T01:35:00Z"
 
 
 def test_timeline_and_matrix_read_in_a_fixed_number_of_queries(incident, django_assert_max_num_queries):
@@ -175,8 +175,8 @@ def test_evidence_page_figures_show_sender_text_as_text_not_plotly_markup(make_i
 
     hostile = '<a href="javascript:alert(1)">x</a><b>bold</b>'
     integration = make_integration()
-    deliver(integration, am_body(am_alert("LLMContainerOOMKilled", "2026-11-29T02:00:00Z", pod=BAD_POD, **FLEET)))
-    deliver(integration, am_body(am_alert(hostile, "2026-11-29T02:01:00Z", pod=BAD_POD, **FLEET)))
+    deliver(integration, am_body(am_alert("LLMContainerOOMKilled", f"{DAY}T02:00:00Z", pod=BAD_POD, **FLEET)))
+    deliver(integration, am_body(am_alert(hostile, f"{DAY}T02:01:00Z", pod=BAD_POD, **FLEET)))
     incident = Alert.objects.get(alertname="LLMContainerOOMKilled").incident
     EvidenceSeries.objects.bulk_create([kv_ramp(incident, pod=hostile)])
     client.force_login(users("v", "viewer"))

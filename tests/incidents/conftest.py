@@ -1,6 +1,7 @@
 from __future__ import annotations
 
 import json
+from datetime import datetime, timedelta, timezone
 
 import pytest
 from django.contrib.auth.models import Group, User
@@ -18,19 +19,23 @@ def am_alert(name: str, starts: str, *, status: str = "firing", ends: str = "000
 FLEET = {"cluster": "prod-eu", "namespace": "llm", "model_name": "llama-3-70b"}
 BAD_POD = "vllm-llama-7d9f8b6c4-x2k9p"
 SIBLINGS = ("vllm-llama-7d9f8b6c4-a8m4q", "vllm-llama-7d9f8b6c4-q7w2z")
+# The day the cascade happened: yesterday (UTC), not a fixed date, which would be ahead of a machine
+# whose clock is earlier; people's actions dated then would be refused (an `at` more than 5 minutes
+# ahead of the server's clock is a 400), and a demo started then would load none of them.
+DAY = (datetime.now(timezone.utc) - timedelta(days=1)).date().isoformat()
 
 
 def cascade() -> list[dict]:
     """The canonical chain on one deployment: fragmentation on one pod, its OOM and restart,
     then queueing and a TTFT breach on the surviving siblings; plus an unrelated disk alert first."""
     return [
-        am_alert("NodeDiskFilling", "2026-11-29T01:40:00Z", cluster="prod-eu", node="gpu-node-9", device="/dev/sda"),
-        am_alert("KVCacheFragmentationHigh", "2026-11-29T01:45:00Z", pod=BAD_POD, **FLEET,
+        am_alert("NodeDiskFilling", f"{DAY}T01:40:00Z", cluster="prod-eu", node="gpu-node-9", device="/dev/sda"),
+        am_alert("KVCacheFragmentationHigh", f"{DAY}T01:45:00Z", pod=BAD_POD, **FLEET,
                  annotations={"summary": "KV fragmentation 31%", "description": "fragmentation above 25% for 15 minutes"}),
-        am_alert("LLMContainerOOMKilled", "2026-11-29T02:00:00Z", pod=BAD_POD, container="vllm", **FLEET),
-        am_alert("KubePodCrashLooping", "2026-11-29T02:02:00Z", pod=BAD_POD, container="vllm", **FLEET),
-        *[am_alert("VLLMRequestQueueHigh", "2026-11-29T02:03:00Z", pod=pod, **FLEET) for pod in SIBLINGS],
-        am_alert("LLMTTFTP99High", "2026-11-29T02:05:00Z", **FLEET),
+        am_alert("LLMContainerOOMKilled", f"{DAY}T02:00:00Z", pod=BAD_POD, container="vllm", **FLEET),
+        am_alert("KubePodCrashLooping", f"{DAY}T02:02:00Z", pod=BAD_POD, container="vllm", **FLEET),
+        *[am_alert("VLLMRequestQueueHigh", f"{DAY}T02:03:00Z", pod=pod, **FLEET) for pod in SIBLINGS],
+        am_alert("LLMTTFTP99High", f"{DAY}T02:05:00Z", **FLEET),
     ]
 
 

@@ -20,7 +20,7 @@ from incidents.correlation import correlation_run
 from incidents.correlation.run import lock_key
 from incidents.models import Alert, Decision, Delivery, Incident, IncidentAction, IncidentEdge, RootCandidate
 from tests.conftest import require_postgres
-from tests.incidents.conftest import BAD_POD, SIBLINGS, am_body, cascade
+from tests.incidents.conftest import BAD_POD, DAY, SIBLINGS, am_body, cascade
 
 pytestmark = pytest.mark.django_db
 
@@ -49,20 +49,20 @@ def steps() -> list[tuple[str, dict, dict]]:
                                      alert("LLMTTFTP99High"), alert("KubePodCrashLooping"), alert("NodeDiskFilling"))
     main = oom.incident
     return [
-        ("2026-11-29T02:06:00Z", {"action": "acknowledge"}, {"fingerprint": oom.fingerprint}),
-        ("2026-11-29T02:07:00Z", {"action": "assign", "username": "lead"}, {"fingerprint": oom.fingerprint}),
-        ("2026-11-29T02:08:00Z", {"action": "note", "text": "frag again <b>pod-2</b>"}, {"fingerprint": oom.fingerprint}),
-        ("2026-11-29T02:09:00Z", {"action": "severity", "level": "critical"}, {"fingerprint": oom.fingerprint}),
-        ("2026-11-29T02:10:00Z", {"action": "degrade", "level": "L2"}, {"fingerprint": oom.fingerprint}),
-        ("2026-11-29T02:11:00Z", {"action": "false_positive", "alert_id": queue.pk}, {"fingerprint": queue.fingerprint}),
-        ("2026-11-29T02:12:00Z", {"action": "exclude_alert", "alert_id": ttft.pk}, {"fingerprint": ttft.fingerprint}),
-        ("2026-11-29T02:13:00Z", {"action": "split", "alert_ids": [crash.pk]}, {"fingerprint": crash.fingerprint, "fingerprints": [crash.fingerprint]}),
-        ("2026-11-29T02:14:00Z", {"action": "merge", "into": main.pk, "_on": disk.incident_id},
+        (f"{DAY}T02:06:00Z", {"action": "acknowledge"}, {"fingerprint": oom.fingerprint}),
+        (f"{DAY}T02:07:00Z", {"action": "assign", "username": "lead"}, {"fingerprint": oom.fingerprint}),
+        (f"{DAY}T02:08:00Z", {"action": "note", "text": "frag again <b>pod-2</b>"}, {"fingerprint": oom.fingerprint}),
+        (f"{DAY}T02:09:00Z", {"action": "severity", "level": "critical"}, {"fingerprint": oom.fingerprint}),
+        (f"{DAY}T02:10:00Z", {"action": "degrade", "level": "L2"}, {"fingerprint": oom.fingerprint}),
+        (f"{DAY}T02:11:00Z", {"action": "false_positive", "alert_id": queue.pk}, {"fingerprint": queue.fingerprint}),
+        (f"{DAY}T02:12:00Z", {"action": "exclude_alert", "alert_id": ttft.pk}, {"fingerprint": ttft.fingerprint}),
+        (f"{DAY}T02:13:00Z", {"action": "split", "alert_ids": [crash.pk]}, {"fingerprint": crash.fingerprint, "fingerprints": [crash.fingerprint]}),
+        (f"{DAY}T02:14:00Z", {"action": "merge", "into": main.pk, "_on": disk.incident_id},
          {"fingerprint": disk.fingerprint, "into_fingerprint": oom.fingerprint}),
-        ("2026-11-29T02:15:00Z", {"action": "mitigate"}, {"fingerprint": oom.fingerprint}),
-        ("2026-11-29T02:16:00Z", {"action": "refresh_evidence"}, {"fingerprint": oom.fingerprint}),
-        ("2026-11-29T02:20:00Z", {"action": "resolve"}, {"fingerprint": oom.fingerprint}),
-        ("2026-11-29T02:21:00Z", {"action": "reopen"}, {"fingerprint": oom.fingerprint}),
+        (f"{DAY}T02:15:00Z", {"action": "mitigate"}, {"fingerprint": oom.fingerprint}),
+        (f"{DAY}T02:16:00Z", {"action": "refresh_evidence"}, {"fingerprint": oom.fingerprint}),
+        (f"{DAY}T02:20:00Z", {"action": "resolve"}, {"fingerprint": oom.fingerprint}),
+        (f"{DAY}T02:21:00Z", {"action": "reopen"}, {"fingerprint": oom.fingerprint}),
     ]
 
 
@@ -175,15 +175,15 @@ def test_import_actions_gives_what_the_endpoint_gives_and_a_second_run_changes_n
 def test_import_actions_reports_bad_lines_and_files_without_crashing(fleet, tmp_path):
     oom = alert("LLMContainerOOMKilled")
     lines = [
-        json.dumps({"at": "2026-11-29T02:06:00Z", "by": "a\x00b", "action": "acknowledge", "fingerprint": oom.fingerprint}),
-        json.dumps({"at": "2026-11-29T02:06:00Z", "by": "ana", "action": "assign", "username": "x\x00", "fingerprint": oom.fingerprint}),
-        json.dumps({"at": "2026-11-29T02:06:00Z", "by": "ana", "action": "acknowledge", "when": "now", "fingerprint": oom.fingerprint}),
+        json.dumps({"at": f"{DAY}T02:06:00Z", "by": "a\x00b", "action": "acknowledge", "fingerprint": oom.fingerprint}),
+        json.dumps({"at": f"{DAY}T02:06:00Z", "by": "ana", "action": "assign", "username": "x\x00", "fingerprint": oom.fingerprint}),
+        json.dumps({"at": f"{DAY}T02:06:00Z", "by": "ana", "action": "acknowledge", "when": "now", "fingerprint": oom.fingerprint}),
         json.dumps(["not", "an", "object"]),
-        json.dumps({"at": "2026-11-29T02:06:00Z", "by": "ana", "action": "acknowledge", "fingerprint": oom.fingerprint + "\x00"}),
-        json.dumps({"at": "2026-11-29T02:06:00Z", "by": "\ud800", "action": "acknowledge", "fingerprint": oom.fingerprint}),
-        json.dumps({"at": "2026-11-29T02:06:00Z", "by": "ana", "action": "split", "fingerprints": ["\ud800"], "fingerprint": oom.fingerprint}),
+        json.dumps({"at": f"{DAY}T02:06:00Z", "by": "ana", "action": "acknowledge", "fingerprint": oom.fingerprint + "\x00"}),
+        json.dumps({"at": f"{DAY}T02:06:00Z", "by": "\ud800", "action": "acknowledge", "fingerprint": oom.fingerprint}),
+        json.dumps({"at": f"{DAY}T02:06:00Z", "by": "ana", "action": "split", "fingerprints": ["\ud800"], "fingerprint": oom.fingerprint}),
         "{broken",
-        json.dumps({"at": "2026-11-29T02:07:00Z", "by": "ana", "action": "acknowledge", "fingerprint": oom.fingerprint}),
+        json.dumps({"at": f"{DAY}T02:07:00Z", "by": "ana", "action": "acknowledge", "fingerprint": oom.fingerprint}),
     ]
     path = tmp_path / "actions.jsonl"
     path.write_text("\n".join(lines))
@@ -244,16 +244,16 @@ def test_excluding_the_last_alert_leaves_no_root_chain_or_candidates_naming_it(f
     disk = alert("NodeDiskFilling")
     incident = disk.incident
     assert incident.alerts.count() == 1 and incident.status == "open"
-    response = post(api, responder, {"action": "exclude_alert", "alert_id": disk.pk, "_on": incident.pk}, "2026-11-29T01:50:00Z")
+    response = post(api, responder, {"action": "exclude_alert", "alert_id": disk.pk, "_on": incident.pk}, f"{DAY}T01:50:00Z")
     assert response.status_code == 200
     body = response.json()
     assert body["alerts"] == [] and body["alert_count"] == 0
     assert body["root_cause"] is None and body["chain"] == [] and body["root_candidates"] == [] and body["edges"] == []
-    assert body["status"] == "resolved" and body["resolved_at"] == "2026-11-29T01:50:00Z"
+    assert body["status"] == "resolved" and body["resolved_at"] == f"{DAY}T01:50:00Z"
     assert not RootCandidate.objects.filter(alert=disk).exists() and not IncidentEdge.objects.filter(cause=disk).exists()
     assert Alert.objects.get(pk=disk.pk).incident_id is None
     assert incident.pk not in [item["id"] for item in api(responder, "get", "/api/v1/incidents/").json()["results"]]
-    call_command("recorrelate", "--since", "2026-11-29T00:00:00Z", stdout=open("/dev/null", "w"))
+    call_command("recorrelate", "--since", f"{DAY}T00:00:00Z", stdout=open("/dev/null", "w"))
     assert Alert.objects.get(pk=disk.pk).incident_id is None and Incident.objects.get(pk=incident.pk).root_alert_id is None
 
 
@@ -425,21 +425,21 @@ def test_decisions_hold_when_the_same_alerts_arrive_again_in_another_order_and_b
         for row in rows:
             deliver(integration, am_body(row))
         assert grouping() == decided, seed
-        call_command("recorrelate", "--since", "2026-11-29T00:00:00Z", stdout=open("/dev/null", "w"))
+        call_command("recorrelate", "--since", f"{DAY}T00:00:00Z", stdout=open("/dev/null", "w"))
         assert grouping() == decided, seed
 
 
 @pytest.mark.parametrize("body", [
     {"action": "acknowledge", "at": "1970-01-01T00:00:00Z"},
-    {"action": "resolve", "at": "2026-11-29T01:44:59Z"},
-    {"action": "note", "text": "before it began", "at": "2026-11-29T01:00:00Z"},
+    {"action": "resolve", "at": f"{DAY}T01:44:59Z"},
+    {"action": "note", "text": "before it began", "at": f"{DAY}T01:00:00Z"},
 ])
 def test_an_action_dated_before_its_incident_began_is_a_conflict_naming_both_moments(fleet, users, api, body):
     main = main_incident()
-    assert main.started_at.isoformat() == "2026-11-29T01:45:00+00:00"
+    assert main.started_at.isoformat() == f"{DAY}T01:45:00+00:00"
     response = post(api, users("r", "responder"), body)
     assert response.status_code == 409, response.json()
-    assert "2026-11-29T01:45:00Z" in response.json()["error"] and body["at"] in response.json()["error"]
+    assert f"{DAY}T01:45:00Z" in response.json()["error"] and body["at"] in response.json()["error"]
     assert not main.actions.exists()
     detail = api(users("v", "viewer"), "get", f"/api/v1/incidents/{main.pk}/").json()
     assert all(value is None or value >= 0 for value in detail["durations"].values())
@@ -448,9 +448,9 @@ def test_an_action_dated_before_its_incident_began_is_a_conflict_naming_both_mom
 def test_judging_an_alert_false_positive_twice_is_a_conflict(fleet, users, api):
     responder = users("r", "responder")
     oom = alert("LLMContainerOOMKilled")
-    assert post(api, responder, {"action": "false_positive", "alert_id": oom.pk}, "2026-11-29T02:10:00Z").status_code == 200
+    assert post(api, responder, {"action": "false_positive", "alert_id": oom.pk}, f"{DAY}T02:10:00Z").status_code == 200
     again = post(api, responder, {"action": "false_positive", "alert_id": oom.pk})
-    assert again.status_code == 409 and "already" in again.json()["error"] and "2026-11-29T02:10:00Z" in again.json()["error"]
+    assert again.status_code == 409 and "already" in again.json()["error"] and f"{DAY}T02:10:00Z" in again.json()["error"]
     assert Decision.objects.count() == 1 and IncidentAction.objects.filter(action="false_positive").count() == 1
 
 
@@ -492,7 +492,7 @@ def test_an_action_a_few_minutes_ahead_is_taken_as_clock_skew(fleet, users, api)
 def test_import_actions_reports_a_line_dated_in_the_future_and_applies_the_rest(fleet, tmp_path):
     oom = alert("LLMContainerOOMKilled")
     lines = [{"at": in_minutes(60), "by": "ana", "action": "acknowledge", "fingerprint": oom.fingerprint},
-             {"at": "2026-11-29T02:07:00Z", "by": "ana", "action": "note", "text": "looking", "fingerprint": oom.fingerprint}]
+             {"at": f"{DAY}T02:07:00Z", "by": "ana", "action": "note", "text": "looking", "fingerprint": oom.fingerprint}]
     path = tmp_path / "actions.jsonl"
     path.write_text("\n".join(json.dumps(line) for line in lines))
     err = tmp_path / "err"

@@ -7,7 +7,7 @@ import json
 import pytest
 
 from incidents.models import Alert, Incident
-from tests.incidents.conftest import am_body, cascade
+from tests.incidents.conftest import DAY, am_body, cascade
 
 pytestmark = pytest.mark.django_db
 
@@ -137,12 +137,12 @@ def test_matrix_edits_with_text_postgresql_cannot_store_are_400s(incident, users
 
 def test_since_filters_alerts_and_incidents_by_their_start(incident, users, api):
     viewer = users("v", "viewer")
-    alerts = api(viewer, "get", "/api/v1/alerts/?since=2026-11-29T02:02:00Z").json()["results"]
-    assert sorted(alert["starts_at"] for alert in alerts) == ["2026-11-29T02:02:00Z", "2026-11-29T02:03:00Z", "2026-11-29T02:03:00Z",
-                                                             "2026-11-29T02:05:00Z"]
-    listed = api(viewer, "get", "/api/v1/incidents/?status=all&since=2026-11-29T03:42:00%2B02:00").json()["results"]
-    assert [item["id"] for item in listed] == [incident.pk] and incident.started_at.isoformat() > "2026-11-29T01:42"
-    assert api(viewer, "get", "/api/v1/incidents/?status=all&since=2026-11-29T01:00:00Z").json()["count"] == 2
+    alerts = api(viewer, "get", f"/api/v1/alerts/?since={DAY}T02:02:00Z").json()["results"]
+    assert sorted(alert["starts_at"] for alert in alerts) == [f"{DAY}T02:02:00Z", f"{DAY}T02:03:00Z", f"{DAY}T02:03:00Z",
+                                                             f"{DAY}T02:05:00Z"]
+    listed = api(viewer, "get", f"/api/v1/incidents/?status=all&since={DAY}T03:42:00%2B02:00").json()["results"]
+    assert [item["id"] for item in listed] == [incident.pk] and incident.started_at.isoformat() > f"{DAY}T01:42"
+    assert api(viewer, "get", f"/api/v1/incidents/?status=all&since={DAY}T01:00:00Z").json()["count"] == 2
 
 
 def test_incident_detail_and_page_queries_do_not_grow_with_alerts(make_integration, deliver, users, client):
@@ -196,6 +196,14 @@ def test_unknown_api_routes_and_wrong_methods_answer_in_the_error_shape(incident
 
 def test_the_schema_answers_its_errors_in_the_error_shape_too(client):
     error_of(client.get("/api/v1/schema/"), 401, "credentials")
+
+
+def test_the_schema_refuses_a_query_parameter_it_does_not_take_as_the_lists_do(users, client):
+    client.force_login(users("v", "viewer"))
+    error_of(client.get("/api/v1/schema/?verison=2"), 400, "verison: unknown query parameter; this endpoint takes lang")
+    error_of(client.get("/api/v1/schema/?format=json&x%00=1"), 400, "NUL")
+    for taken in ("", "?format=json", "?format=yaml", "?lang=en-us", "?format=json&lang=en-us"):
+        assert client.get(f"/api/v1/schema/{taken}").status_code == 200, taken
 
 
 def test_pages_outside_the_api_keep_their_html_404_and_a_missing_slash_still_redirects(users, client):

@@ -6,6 +6,7 @@ alerts arrive keeps its error where a person sees it."""
 from __future__ import annotations
 
 import json
+import logging
 from datetime import timedelta
 from pathlib import Path
 
@@ -14,8 +15,9 @@ from django.core.management import call_command
 from django.utils import timezone
 
 from incidents.models import Alert, Decision, Delivery, Incident, IncidentAction, PendingAction
+from incidents.replay import pending_actions_apply
 from incidents.tasks import apply_pending_actions, correlate_key, process_delivery
-from tests.incidents.conftest import SIBLINGS, am_body, cascade
+from tests.incidents.conftest import DAY, SIBLINGS, am_body, cascade
 from tests.incidents.test_actions_audit import snapshot
 
 pytestmark = pytest.mark.django_db
@@ -35,12 +37,12 @@ def action_lines() -> list[dict]:
 
     oom, ttft, disk = fingerprint("LLMContainerOOMKilled"), fingerprint("LLMTTFTP99High"), fingerprint("NodeDiskFilling")
     return [
-        {"at": "2026-11-29T02:06:00Z", "by": "ana", "action": "acknowledge", "fingerprint": oom},
-        {"at": "2026-11-29T02:08:00Z", "by": "ana", "action": "note", "text": "frag again", "fingerprint": oom},
-        {"at": "2026-11-29T02:11:00Z", "by": "ben", "action": "false_positive",
+        {"at": f"{DAY}T02:06:00Z", "by": "ana", "action": "acknowledge", "fingerprint": oom},
+        {"at": f"{DAY}T02:08:00Z", "by": "ana", "action": "note", "text": "frag again", "fingerprint": oom},
+        {"at": f"{DAY}T02:11:00Z", "by": "ben", "action": "false_positive",
          "fingerprint": fingerprint("VLLMRequestQueueHigh", SIBLINGS[0])},
-        {"at": "2026-11-29T02:12:00Z", "by": "ben", "action": "exclude_alert", "fingerprint": ttft},
-        {"at": "2026-11-29T02:14:00Z", "by": "ana", "action": "merge", "fingerprint": disk, "into_fingerprint": oom},
+        {"at": f"{DAY}T02:12:00Z", "by": "ben", "action": "exclude_alert", "fingerprint": ttft},
+        {"at": f"{DAY}T02:14:00Z", "by": "ana", "action": "merge", "fingerprint": disk, "into_fingerprint": oom},
     ]
 
 
@@ -84,12 +86,12 @@ def test_actions_imported_before_their_alerts_are_kept_and_applied_once_the_aler
     with django_capture_on_commit_callbacks(execute=False):
         run("import_alerts", str(alerts), "--integration", str(integration), folder=tmp_path)
     deliveries_processed(django_capture_on_commit_callbacks, correlated=False)
-    assert apply_pending_actions() == {"applied": 0, "already": 0, "pending": 5, "failed": 0}  # stored, not yet correlated
+    assert apply_pending_actions() == {"applied": 0, "already": 0, "pending": 5, "failed": 0, "expired": 0}  # stored, not yet correlated
     assert "not correlated into an incident yet" in PendingAction.objects.first().waiting_for
 
     deliveries_processed(django_capture_on_commit_callbacks, correlated=True)
     if applied_by == "the periodic task":
-        assert apply_pending_actions() == {"applied": 5, "already": 0, "pending": 0, "failed": 0}
+        assert apply_pending_actions() == {"applied": 5, "already": 0, "pending": 0, "failed": 0, "expired": 0}
     else:
         with django_capture_on_commit_callbacks(execute=False):
             _, err = run("import_alerts", str(alerts), "--integration", str(integration), folder=tmp_path)
@@ -102,7 +104,7 @@ def test_a_pending_action_that_cannot_be_applied_when_its_alerts_arrive_keeps_it
         files, tmp_path, django_capture_on_commit_callbacks):
     integration, alerts, actions, _, lines = files
     first = lines[0]
-    actions.write_text("\n".join(json.dumps(line) for line in (first, {**first, "at": "2026-11-29T02:07:00Z"})))
+    actions.write_text("\n".join(json.dumps(line) for line in (first, {**first, "at": f"{DAY}T02:07:00Z"})))
     assert run("import_actions", str(actions), folder=tmp_path)[0]["pending"] == 2
     with django_capture_on_commit_callbacks(execute=False):
         run("import_alerts", str(alerts), "--integration", str(integration), folder=tmp_path)
@@ -113,7 +115,7 @@ def test_a_pending_action_that_cannot_be_applied_when_its_alerts_arrive_keeps_it
     assert "actions.jsonl:2: " in err and "already acknowledged" in err
     failed = PendingAction.objects.get()
     assert failed.source == "actions.jsonl:2" and failed.failed_at is not None and "already acknowledged" in failed.error
-    assert apply_pending_actions() == {"applied": 0, "already": 0, "pending": 0, "failed": 0}  # not tried again
+    assert apply_pending_actions() == {"applied": 0, "already": 0, "pending": 0, "failed": 0, "expired": 0}  # not tried again
     assert IncidentAction.objects.filter(action="acknowledge").count() == 1
 
 
@@ -136,3 +138,75 @@ def test_a_line_wrong_in_itself_fails_at_once_even_before_its_alerts_arrive(file
 def test_kept_actions_are_applied_by_a_named_task_on_beat(settings):
     assert apply_pending_actions.name == "incidents.apply_pending_actions"
     assert {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()} >= {"incidents.apply_pending_actions"}
+
+
+def listed_pending(folder: Path) -> list[dict]:
+    out = folder / "listed"
+    call_command("import_actions", "--pending", stdout=open(out, "w"))
+    return [json.loads(line) for line in out.read_text().splitlines()]
+
+
+def test_a_kept_action_whose_alerts_never_arrive_expires_after_the_limit_naming_them_and_is_not_tried_again(
+        files, tmp_path, settings, caplog):
+    _, _, actions, _, lines = files
+    settings.PENDING_ACTION_TTL_HOURS = 24
+    assert run("import_actions", str(actions), folder=tmp_path)[0]["pending"] == 5
+    kept_at = PendingAction.objects.earliest("kept_at").kept_at
+    waiting = {"applied": 0, "already": 0, "pending": 5, "failed": 0, "expired": 0}
+    assert pending_actions_apply(now=kept_at + timedelta(hours=23, minutes=59)) == waiting
+    assert {row["state"] for row in listed_pending(tmp_path)} == {"waiting"}
+
+    with caplog.at_level(logging.WARNING, logger="incidents.replay"):
+        totals = pending_actions_apply(now=kept_at + timedelta(hours=24, seconds=1))
+    assert totals == {"applied": 0, "already": 0, "pending": 0, "failed": 0, "expired": 5}
+    merge = PendingAction.objects.get(source="actions.jsonl:5")
+    assert merge.state == "expired" and merge.expired_at == kept_at + timedelta(hours=24, seconds=1)
+    assert "did not arrive within 24 h" in merge.error
+    for fingerprint in (lines[4]["fingerprint"], lines[4]["into_fingerprint"]):  # both alerts a merge names
+        assert f"no alert {fingerprint!r} that started by {DAY}T02:14:00+00:00 is stored yet" in merge.error
+    assert sum("actions.jsonl:5 (merge at " in message and "expired" in message for message in caplog.messages) == 1
+
+    assert apply_pending_actions() == {"applied": 0, "already": 0, "pending": 0, "failed": 0, "expired": 0}  # not tried again
+    listed = listed_pending(tmp_path)
+    assert [row["source"] for row in listed] == [f"actions.jsonl:{n}" for n in range(1, 6)]
+    assert {row["state"] for row in listed} == {"expired"} and all(row["expires_at"] is None for row in listed)
+    assert "no alert" in listed[0]["waiting_for"] and listed[0]["error"].startswith("expired: ")
+
+    totals, err = run("import_actions", str(actions), folder=tmp_path)  # a re-import tries them again, with a new limit
+    assert totals["pending"] == 5 and "5 kept line(s) expired" not in err
+    assert not PendingAction.objects.exclude(expired_at=None).exists()
+    assert {row["state"] for row in listed_pending(tmp_path)} == {"waiting"}
+
+
+def test_the_limit_is_the_setting_and_a_line_whose_alerts_came_late_is_still_applied_not_expired(
+        files, tmp_path, settings, django_capture_on_commit_callbacks):
+    integration, alerts, actions, in_order, _ = files
+    settings.PENDING_ACTION_TTL_HOURS = 2
+    run("import_actions", str(actions), folder=tmp_path)
+    kept_at = PendingAction.objects.earliest("kept_at").kept_at
+    assert pending_actions_apply(now=kept_at + timedelta(hours=1))["pending"] == 5
+    with django_capture_on_commit_callbacks(execute=False):
+        run("import_alerts", str(alerts), "--integration", str(integration), folder=tmp_path)
+    deliveries_processed(django_capture_on_commit_callbacks, correlated=True)
+    assert pending_actions_apply(now=kept_at + timedelta(hours=3)) == {
+        "applied": 5, "already": 0, "pending": 0, "failed": 0, "expired": 0}
+    assert snapshot() == in_order and not PendingAction.objects.exists()
+
+
+def test_expired_lines_are_told_by_import_alerts_and_import_actions_and_filtered_in_the_admin(
+        files, tmp_path, settings, admin_client):
+    integration, _, actions, _, _ = files
+    run("import_actions", str(actions), folder=tmp_path)
+    PendingAction.objects.filter(source="actions.jsonl:1").update(kept_at=timezone.now() - timedelta(hours=25))
+    empty = tmp_path / "none.jsonl"
+    empty.write_text("")
+    _, err = run("import_alerts", str(empty), "--integration", str(integration), folder=tmp_path)
+    assert "pending actions: 0 applied, 0 failed, 4 still wait for their alerts, 1 expired" in err
+    assert "actions.jsonl:1: expired: its alerts did not arrive within 24 h of its import: no alert " in err
+    _, err = run("import_actions", str(empty), folder=tmp_path)
+    assert "1 kept line(s) expired, their alerts never came: see import_actions --pending" in err
+
+    expired = admin_client.get("/admin/incidents/pendingaction/?state=expired")
+    assert expired.status_code == 200 and expired.context["cl"].result_count == 1
+    assert admin_client.get("/admin/incidents/pendingaction/?state=waiting").context["cl"].result_count == 4
+    assert admin_client.get("/admin/incidents/pendingaction/?state=failed").context["cl"].result_count == 0

@@ -8,7 +8,7 @@ import pytest
 from django.core.management import call_command
 
 from incidents.models import Alert, Decision, Incident, IncidentAction
-from tests.incidents.conftest import BAD_POD, FLEET, am_alert, am_body, cascade
+from tests.incidents.conftest import BAD_POD, DAY, FLEET, am_alert, am_body, cascade
 
 pytestmark = pytest.mark.django_db
 
@@ -59,7 +59,7 @@ def test_same_alerts_in_shuffled_order_give_the_same_incidents(make_integration,
     random.Random(7).shuffle(alerts)
     deliver_all(deliver, make_integration(), alerts)
     assert partition() == first
-    call_command("recorrelate", "--since", "2026-11-29T00:00:00Z", stdout=open("/dev/null", "w"))
+    call_command("recorrelate", "--since", f"{DAY}T00:00:00Z", stdout=open("/dev/null", "w"))
     assert partition() == first
 
 
@@ -68,7 +68,7 @@ def test_redelivering_and_recorrelating_creates_no_duplicate_incidents(make_inte
     deliver_all(deliver, integration, cascade(), one_per_body=False)
     before = sorted(Incident.objects.values_list("pk", flat=True))
     deliver_all(deliver, integration, cascade(), one_per_body=True)
-    call_command("recorrelate", "--since", "2026-11-29T00:00:00Z", stdout=open("/dev/null", "w"))
+    call_command("recorrelate", "--since", f"{DAY}T00:00:00Z", stdout=open("/dev/null", "w"))
     assert sorted(Incident.objects.values_list("pk", flat=True)) == before
 
 
@@ -119,24 +119,24 @@ def test_every_action_is_recorded_with_who_and_when(make_integration, deliver, u
     users("lead", "responder")
     url = f"/api/v1/incidents/{incident.pk}/actions/"
     steps = [
-        ({"action": "acknowledge", "at": "2026-11-29T02:07:00Z"}, 200),
+        ({"action": "acknowledge", "at": f"{DAY}T02:07:00Z"}, 200),
         ({"action": "assign", "username": "lead"}, 200),
         ({"action": "note", "text": "<b>frag</b> again on pod-2"}, 200),
         ({"action": "severity", "level": "critical"}, 200),
-        ({"action": "degrade", "level": "L2", "at": "2026-11-29T02:15:00Z"}, 200),
-        ({"action": "mitigate", "at": "2026-11-29T02:20:00Z"}, 200),
+        ({"action": "degrade", "level": "L2", "at": f"{DAY}T02:15:00Z"}, 200),
+        ({"action": "mitigate", "at": f"{DAY}T02:20:00Z"}, 200),
         ({"action": "refresh_evidence"}, 202),
-        ({"action": "resolve", "at": "2026-11-29T02:40:00Z"}, 200),
+        ({"action": "resolve", "at": f"{DAY}T02:40:00Z"}, 200),
         ({"action": "reopen"}, 200),
     ]
     for body, status in steps:
         response = api(oncall, "post", url, body)
         assert response.status_code == status, (body, response.json())
     detail = api(oncall, "get", f"/api/v1/incidents/{incident.pk}/").json()
-    assert detail["acknowledged_at"] == "2026-11-29T02:07:00Z" and detail["mitigated_at"] is None  # reopened: no longer mitigated
+    assert detail["acknowledged_at"] == f"{DAY}T02:07:00Z" and detail["mitigated_at"] is None  # reopened: no longer mitigated
     assert detail["status"] == "acknowledged" and detail["severity"] == "critical" and detail["assignee"] == "lead"
     assert detail["degradation"] == "L2"
-    assert detail["started_at"] == "2026-11-29T01:45:00Z" and detail["durations"]["acknowledge_s"] == 22 * 60
+    assert detail["started_at"] == f"{DAY}T01:45:00Z" and detail["durations"]["acknowledge_s"] == 22 * 60
     recorded = list(IncidentAction.objects.filter(incident=incident).order_by("id").values_list("action", "by__username"))
     assert [action for action, _ in recorded] == [step[0]["action"] for step in steps]
     assert {by for _, by in recorded} == {"oncall"}
@@ -164,17 +164,17 @@ def test_bad_action_bodies_and_states_are_refused_clearly(make_integration, deli
 
 def test_actions_replayed_late_are_judged_at_their_time(make_integration, deliver, users, api):
     integration = make_integration()
-    alert = am_alert("LLMContainerOOMKilled", "2026-11-29T02:00:00Z", pod=BAD_POD, **FLEET)
+    alert = am_alert("LLMContainerOOMKilled", f"{DAY}T02:00:00Z", pod=BAD_POD, **FLEET)
     deliver(integration, am_body(alert))
-    deliver(integration, am_body(dict(alert, status="resolved", endsAt="2026-11-29T02:30:00Z")))
+    deliver(integration, am_body(dict(alert, status="resolved", endsAt=f"{DAY}T02:30:00Z")))
     incident = the_incident_of("LLMContainerOOMKilled")
     assert incident.status == "resolved"
     user = users("r", "responder")
     url = f"/api/v1/incidents/{incident.pk}/actions/"
-    assert api(user, "post", url, {"action": "acknowledge", "at": "2026-11-29T02:05:00Z"}).status_code == 200
-    assert api(user, "post", url, {"action": "mitigate", "at": "2026-11-29T02:45:00Z"}).status_code == 409
-    resolved = api(user, "post", url, {"action": "resolve", "at": "2026-11-29T02:40:00Z"}).json()
-    assert resolved["resolved_at"] == "2026-11-29T02:40:00Z" and resolved["durations"]["resolve_s"] == 40 * 60
+    assert api(user, "post", url, {"action": "acknowledge", "at": f"{DAY}T02:05:00Z"}).status_code == 200
+    assert api(user, "post", url, {"action": "mitigate", "at": f"{DAY}T02:45:00Z"}).status_code == 409
+    resolved = api(user, "post", url, {"action": "resolve", "at": f"{DAY}T02:40:00Z"}).json()
+    assert resolved["resolved_at"] == f"{DAY}T02:40:00Z" and resolved["durations"]["resolve_s"] == 40 * 60
     assert api(user, "post", url, {"action": "resolve"}).status_code == 409
 
 
@@ -215,8 +215,8 @@ def test_human_grouping_decisions_survive_recorrelation(make_integration, delive
     before = state()
     assert before == (None, True, True, incident.pk)
     assert Decision.objects.count() == 4
-    call_command("recorrelate", "--since", "2026-11-29T00:00:00Z", stdout=open("/dev/null", "w"))
-    deliver_all(deliver, integration, [am_alert("VLLMRequestQueueHigh", "2026-11-29T02:06:00Z", pod="vllm-llama-7d9f8b6c4-zz9kk", **FLEET)])
+    call_command("recorrelate", "--since", f"{DAY}T00:00:00Z", stdout=open("/dev/null", "w"))
+    deliver_all(deliver, integration, [am_alert("VLLMRequestQueueHigh", f"{DAY}T02:06:00Z", pod="vllm-llama-7d9f8b6c4-zz9kk", **FLEET)])
     assert state() == before
     assert Incident.objects.get(pk=disk.pk).merged_into_id == incident.pk
     assert api(user, "get", "/api/v1/incidents/?status=all").json()["count"] == Incident.objects.visible().count()
@@ -226,10 +226,10 @@ def test_import_actions_applies_each_as_its_user_at_its_time_and_twice_changes_n
     deliver_all(deliver, make_integration(), cascade())
     oom = Alert.objects.get(alertname="LLMContainerOOMKilled")
     lines = [
-        {"at": "2026-11-29T02:04:00Z", "by": "ana", "action": "acknowledge", "fingerprint": oom.fingerprint},
-        {"at": "2026-11-29T02:05:00Z", "by": "ana", "action": "note", "text": "looking", "fingerprint": oom.fingerprint},
-        {"at": "2026-11-29T02:06:00Z", "by": "ben", "action": "false_positive", "fingerprint": oom.fingerprint},
-        {"at": "2026-11-29T02:16:00Z", "by": "ben", "action": "degrade", "level": "L3", "fingerprint": oom.fingerprint},
+        {"at": f"{DAY}T02:04:00Z", "by": "ana", "action": "acknowledge", "fingerprint": oom.fingerprint},
+        {"at": f"{DAY}T02:05:00Z", "by": "ana", "action": "note", "text": "looking", "fingerprint": oom.fingerprint},
+        {"at": f"{DAY}T02:06:00Z", "by": "ben", "action": "false_positive", "fingerprint": oom.fingerprint},
+        {"at": f"{DAY}T02:16:00Z", "by": "ben", "action": "degrade", "level": "L3", "fingerprint": oom.fingerprint},
     ]
     path = tmp_path / "actions.jsonl"
     path.write_text("\n".join(json.dumps(line) for line in lines) + "\n")
@@ -237,7 +237,7 @@ def test_import_actions_applies_each_as_its_user_at_its_time_and_twice_changes_n
     incident = Incident.objects.get(pk=oom.incident_id)
     recorded = list(incident.actions.values_list("action", "by__username", "at"))
     assert [(a, b) for a, b, _ in recorded] == [("acknowledge", "ana"), ("note", "ana"), ("false_positive", "ben"), ("degrade", "ben")]
-    assert incident.acknowledged_at.isoformat() == "2026-11-29T02:04:00+00:00" and incident.degradation == "L3"
+    assert incident.acknowledged_at.isoformat() == f"{DAY}T02:04:00+00:00" and incident.degradation == "L3"
     call_command("import_actions", str(path), stdout=open("/dev/null", "w"))
     assert incident.actions.count() == 4 and Decision.objects.count() == 1
 

@@ -3,7 +3,7 @@ page, and the demo's morning of incidents, people and noise, loaded twice."""
 from __future__ import annotations
 
 import io
-from datetime import datetime, timezone
+from datetime import datetime
 
 import pytest
 from django.contrib.auth.models import User
@@ -12,7 +12,7 @@ from django.db.models import Q
 
 from incidents.models import Alert, Decision, Incident, IncidentAction
 from incidents.tasks import correlate_key, process_delivery
-from tests.incidents.conftest import FLEET, am_alert, am_body, cascade
+from tests.incidents.conftest import DAY, FLEET, am_alert, am_body, cascade
 
 pytestmark = pytest.mark.django_db
 
@@ -47,7 +47,7 @@ def test_the_delivery_and_correlation_tasks_run_twice_change_nothing_the_second_
 
 def test_what_a_sender_or_a_person_writes_is_escaped_on_every_page(make_integration, deliver, users, api, client):
     integration = make_integration()
-    hostile = am_alert("Evil" + HOSTILE, "2026-11-29T02:00:00Z", pod="vllm-x" + HOSTILE, **{**FLEET, "namespace": HOSTILE},
+    hostile = am_alert("Evil" + HOSTILE, f"{DAY}T02:00:00Z", pod="vllm-x" + HOSTILE, **{**FLEET, "namespace": HOSTILE},
                        annotations={"summary": HOSTILE, "description": HOSTILE, "runbook_url": "javascript:alert(3)"})
     assert deliver(integration, am_body(hostile, *cascade()[1:3])).status_code == 202
     incident = Alert.objects.get(alertname__startswith="Evil").incident
@@ -89,8 +89,8 @@ def test_the_demo_opens_on_incidents_in_progress_true_to_the_moment_it_shows(cli
     """Loaded whole, every incident of the morning is over and the triage queue (open incidents)
     shows one certificate warning; the demo stops at a moment when the fleet is busy instead."""
     out = io.StringIO()
-    call_command("demo", "--start", "2026-11-29T06:00:00Z", stdout=out)
-    as_of = datetime(2026, 11, 29, 9, 50, tzinfo=timezone.utc)
+    call_command("demo", "--start", f"{DAY}T06:00:00Z", stdout=out)
+    as_of = datetime.fromisoformat(f"{DAY}T09:50:00+00:00")
     in_progress = list(Incident.objects.visible().exclude(status=Incident.Status.RESOLVED))
     client.force_login(User.objects.get(username="admin"))
     first_screen = client.get("/").content.decode()
@@ -103,4 +103,4 @@ def test_the_demo_opens_on_incidents_in_progress_true_to_the_moment_it_shows(cli
     assert all(incident.alerts.filter(status=Alert.Status.FIRING).exists() for incident in listed)
     assert not Alert.objects.filter(Q(starts_at__gt=as_of) | Q(ends_at__gt=as_of)).exists()
     assert not IncidentAction.objects.filter(at__gt=as_of).exists()
-    assert "as it stood at 2026-11-29 09:50 UTC" in out.getvalue()
+    assert f"as it stood at {DAY} 09:50 UTC" in out.getvalue()

@@ -1,20 +1,34 @@
 import json
+from datetime import datetime, timedelta
 from pathlib import Path
 
+from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from incidents.actions import ActionError
+from incidents.models import PendingAction
 from incidents.replay import AlertsNotThereYet, ReplayError, action_line_apply, action_line_keep_pending
 
 
 class Command(BaseCommand):
     help = ("Apply human actions (one JSON object a line: {at, by, action, ...}) as their users, at their times. Idempotent. "
-            "A line whose alerts are not imported yet is kept and applied once they are stored and correlated.")
+            "A line whose alerts are not imported yet is kept and applied once they are stored and correlated, "
+            "or expires ROOTLINE_PENDING_ACTION_TTL_HOURS later; --pending lists the kept lines.")
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("file", type=Path)
+        parser.add_argument("file", type=Path, nargs="?")
+        parser.add_argument("--pending", action="store_true",
+                            help="list the kept lines instead (one JSON object a line): waiting for their alerts, "
+                                 "failed once these came, or expired (their alerts never came)")
 
-    def handle(self, *args, file: Path, **options) -> None:
+    def handle(self, *args, file: Path | None, pending: bool, **options) -> None:
+        if pending:
+            if file is not None:
+                raise CommandError("--pending lists the kept lines; it takes no file")
+            self.list_pending()
+            return
+        if file is None:
+            raise CommandError("name the FILE.jsonl to import, or ask for --pending")
         try:
             text = file.read_text(encoding="utf-8")
         except (OSError, UnicodeDecodeError) as exc:
@@ -24,6 +38,20 @@ class Command(BaseCommand):
             if raw.strip():
                 totals[self.import_line(raw, where=f"{file.name}:{number}")] += 1
         self.stdout.write(json.dumps(totals))
+        expired = PendingAction.objects.filter(expired_at__isnull=False).count()
+        if expired:
+            self.stderr.write(f"{expired} kept line(s) expired, their alerts never came: see import_actions --pending")
+
+    def list_pending(self) -> None:
+        ttl = timedelta(hours=settings.PENDING_ACTION_TTL_HOURS)
+        for kept in PendingAction.objects.order_by("at", "id"):
+            waiting = kept.state == PendingAction.State.WAITING
+            self.stdout.write(json.dumps({
+                "source": kept.source, "action": kept.line.get("action"), "at": iso(kept.at), "state": kept.state,
+                "kept_at": iso(kept.kept_at), "expires_at": iso(kept.kept_at + ttl) if waiting else None,
+                "waiting_for": kept.waiting_for, "error": kept.error, "failed_at": iso(kept.failed_at),
+                "expired_at": iso(kept.expired_at),
+            }))
 
     def import_line(self, raw: str, *, where: str) -> str:
         """"applied", "already", "pending" (kept until its alerts are there) or "failed", said on stderr."""
@@ -37,3 +65,7 @@ class Command(BaseCommand):
         except (ValueError, ReplayError, ActionError) as exc:
             self.stderr.write(f"{where}: {getattr(exc, 'message', exc)}")
             return "failed"
+
+
+def iso(moment: datetime | None) -> str | None:
+    return moment.isoformat().replace("+00:00", "Z") if moment else None

@@ -2,6 +2,7 @@ import json
 from pathlib import Path
 
 from django.core.management.base import BaseCommand, CommandError
+from django.db.models import Q
 from django.utils import timezone
 
 from incidents import services
@@ -49,6 +50,6 @@ class Command(BaseCommand):
         if not any(totals.values()):
             return
         self.stderr.write(f"pending actions: {totals['applied'] + totals['already']} applied, {totals['failed']} failed, "
-                          f"{totals['pending']} still wait for their alerts")
-        for failed in PendingAction.objects.filter(failed_at__gte=started):
-            self.stderr.write(f"{failed.source}: {failed.error}")
+                          f"{totals['pending']} still wait for their alerts, {totals['expired']} expired")
+        for given_up in PendingAction.objects.filter(Q(failed_at__gte=started) | Q(expired_at__gte=started)):
+            self.stderr.write(f"{given_up.source}: {given_up.error}")
