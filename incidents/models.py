@@ -113,7 +113,7 @@ class Alert(models.Model):
     ends_at = models.DateTimeField(null=True, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices)
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.ALERT)
-    alertname = models.CharField(max_length=255, blank=True, default="", db_index=True)
+    alertname = models.CharField(max_length=255, blank=True, default="")  # no index: nothing looks alerts up by name, and every index costs each insert and correlation update
     labels = models.JSONField(default=dict)
     annotations = models.JSONField(default=dict, blank=True)
     generator_url = models.TextField(blank=True, default="")
