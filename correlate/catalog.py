@@ -22,7 +22,7 @@ LAYERS = ("hardware", "engine", "serving", "platform", "process", "unknown")
 FAILURE_MODES = (
     "oom", "preemption", "timeout", "kv_fragmentation", "hot_instance", "numeric",
     "slo_ttft", "slo_tpot", "slo_itl", "queueing", "spec_decode", "restart", "error_rate",
-    "gpu_error", "target_down", "change", "other",
+    "gpu_error", "target_down", "change", "other", "node_not_ready",
 )
 ANY_MODE = "*"
 SCOPE_RELATIONS = (

@@ -129,6 +129,19 @@ def test_real_alert_names_are_recognised(name, mode, layer):
 
 
 @pytest.mark.parametrize(
+    "name, mode",
+    [("KubeNodeNotReady", "node_not_ready"), ("NodeNotReady", "node_not_ready"),
+     ("KubernetesNodeNotReady", "node_not_ready"), ("KubernetesNodeReady", "node_not_ready"),
+     ("KubeNodeUnreachable", "node_not_ready"), ("KubeNodeReadinessFlapping", "node_not_ready"),
+     # kubelet targets gone from Prometheus (no node label) is a scrape problem; a pod is no node
+     ("KubeletDown", "target_down"), ("KubePodNotReady", "restart"), ("NodeExporterDown", "target_down")],
+)
+def test_a_node_that_stops_posting_status_is_a_node_failure_not_a_restart(name, mode):
+    result = classify(make_alert(name, "01:00", node="gpu-node-3"))
+    assert (result.failure_mode, result.layer) == (mode, "platform"), result
+
+
+@pytest.mark.parametrize(
     "expr, mode",
     [
         ("max by (pod)(vllm:kv_cache_usage_perc) > 0.85", "oom"),
@@ -141,7 +154,7 @@ def test_real_alert_names_are_recognised(name, mode, layer):
         ("histogram_quantile(0.99, sum by(le)(rate(vllm:time_to_first_token_seconds_bucket[5m]))) > 2", "slo_ttft"),
         ("up{job=\"vllm\"} == 0", "target_down"),
         ("kube_statefulset_status_replicas_ready != kube_statefulset_status_replicas", "restart"),
-        ('kube_node_status_condition{condition="Ready",status="true"} == 0', "restart"),
+        ('kube_node_status_condition{condition="Ready",status="true"} == 0', "node_not_ready"),
         ('kube_pod_container_status_last_terminated_reason{reason="OOMKilled"} == 1', "oom"),
         ("sglang:token_usage > 0.92", "oom"),
         ('nv_trt_llm_kv_cache_block_metrics{kv_cache_block_type="fraction"} > 0.9', "oom"),

@@ -400,3 +400,24 @@ def correlate_storm_alerts():
     from test_order_independence import storm
 
     return storm(waves=3, pods=12)
+
+
+def test_a_node_gone_not_ready_roots_its_pods_failures_and_its_target_down():
+    node = "aks-a100pool-38476521-vmss000004"
+    alerts = [
+        make_alert("LLMEngineTargetDown", "04:59", cluster="c1", namespace="phi", job="vllm-phi-4",
+                   pod="vllm-phi-4-6d9f7c8b5-x2k9m", node=node, expr='up{job=~"vllm-.*"} == 0'),
+        make_alert("KubeNodeNotReady", "05:00", cluster="c1", namespace="monitoring", job="kube-state-metrics",
+                   node=node, condition="Ready", status="true"),
+        make_alert("KubePodNotReady", "05:02", cluster="c1", namespace="phi", pod="vllm-phi-4-6d9f7c8b5-x2k9m"),
+        make_alert("KubePodCrashLooping", "05:03", cluster="c1", namespace="qwen", pod="sglang-qwen25-7b-5b8c7d6f9-mq4zn",
+                   node=node),
+        # another node's pod: not on the lost node, a separate trouble
+        make_alert("KubePodNotReady", "05:03", cluster="c1", namespace="training", pod="finetune-lora-qwen-0",
+                   node="aks-systempool-11223344-vmss000001"),
+    ]
+    incidents = correlate(alerts, catalog=CATALOG)
+    incident = only(incidents, "KubeNodeNotReady")
+    assert names(incident) == ["KubeNodeNotReady", "KubePodCrashLooping", "KubePodNotReady", "LLMEngineTargetDown"]
+    assert root_name(incident) == "KubeNodeNotReady"
+    assert {e.rule for e in incident.edges} >= {"node_not_ready->restart", "node_not_ready->target_down"}
