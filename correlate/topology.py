@@ -203,6 +203,15 @@ def _route(labels: Mapping[str, str]) -> str:
     return ""
 
 
+def _route_namespace(route: str) -> str:
+    """The namespace a Gateway API route name carries: Envoy Gateway names its clusters
+    `httproute/<namespace>/<route>/rule/<n>` (an alert summed by that label keeps no other)."""
+    pieces = route.split("/")
+    if len(pieces) >= 3 and pieces[0].lower() in _ROUTE_KINDS and pieces[1]:
+        return pieces[1]
+    return ""
+
+
 def _is_exporter_pod(labels: Mapping[str, str], pod: str) -> bool:
     """Whether `pod` is the exporter that scraped the metric rather than the workload it maps.
 
@@ -252,6 +261,8 @@ def scope_of(labels: Mapping[str, str]) -> Scope:
     if "/" in model and not model.startswith("/"):
         model = model.rsplit("/", 1)[-1]
     route = _route(labels)
+    if route and not namespace:
+        namespace = _route_namespace(route)
     if not (deployment or pod or model or route):
         deployment = _first(labels, APPLICATION_KEYS)
     keys: set[str] = set()

@@ -1,6 +1,6 @@
 import pytest
 
-from correlate.topology import Topology, deployment_of_pod, gateway_key, relations, scope_of
+from correlate.topology import Topology, deployment_of_pod, gateway_key, in_change_scope, relations, scope_of
 
 
 @pytest.mark.parametrize(
@@ -243,3 +243,19 @@ def test_a_leaderworkersets_workers_and_leader_are_one_pod_group():
     assert "same_group" in relations(worker, leader, none, none, none, none)
     assert "same_group" not in relations(other_group, leader, none, none, none, none)
     assert "same_group" not in relations(scope_of({"pod": "vllm-a-0"}), scope_of({"pod": "vllm-a-1"}), none, none, none, none)
+
+
+def test_a_gateway_api_routes_namespace_is_the_alerts_when_it_names_none():
+    # Envoy Gateway: `sum by (envoy_cluster_name)` leaves the route as the alert's only place
+    scope = scope_of({"cluster": "eks-prod", "envoy_cluster_name": "httproute/reasoning/deepseek-r1/rule/0"})
+    assert (scope.namespace, scope.route) == ("reasoning", "httproute/reasoning/deepseek-r1/rule/0")
+    assert scope_of({"route": "grpcroute/llm/llama-8b-route/rule/1"}).namespace == "llm"
+    # the alert's own namespace wins; a path that is no Gateway API route names no namespace
+    assert scope_of({"namespace": "envoy-gateway-system",
+                     "envoy_cluster_name": "httproute/reasoning/deepseek-r1/rule/0"}).namespace == "envoy-gateway-system"
+    assert scope_of({"envoy_cluster_name": "llm/llama-70b/8000"}).namespace == ""
+    assert scope_of({"service": "vllm-llama-8b"}).namespace == ""
+    # so a change to another namespace no longer covers the route
+    other, own = scope_of({"namespace": "coder"}), scope_of({"namespace": "reasoning"})
+    assert not in_change_scope(other, scope, frozenset(), frozenset())
+    assert in_change_scope(own, scope, frozenset(), frozenset())
