@@ -43,6 +43,10 @@ CLUSTER_KEYS = ("cluster", "k8s_cluster", "cluster_name", "kubernetes_cluster", 
 EXPORTER_POD = re.compile(r"(dcgm|exporter|kube-state-metrics|prometheus|node-exporter|cadvisor|otel|collector|vmagent|grafana-agent|alloy)", re.I)
 _INGRESS_CONTROLLER = re.compile(r"ingress|haproxy|traefik|contour|kong|ambassador", re.I)
 _ROUTE_KINDS = frozenset({"httproute", "grpcroute", "tlsroute", "tcproute", "udproute"})
+# A host name that can be a node's: DNS labels, starting with a letter (an IP address cannot).
+_HOST_NAME = re.compile(r"^[a-z][a-z0-9-]*(\.[a-z0-9][a-z0-9-]*)*$", re.I)
+# Names of services rather than machines: Kubernetes service DNS, mDNS, localhost.
+_SERVICE_HOST = re.compile(r"(^|\.)(svc|cluster\.local|local|localhost|localdomain)(\.|$)", re.I)
 _SIZE_TOKEN = re.compile(r"^(\d+x)?\d+(\.\d+)?[bmk]$")
 _K8S_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
 _DEPLOYMENT_POD = re.compile(rf"^(?P<name>.+)-(?:(?=[a-z0-9]*\d)[a-z0-9]{{6,10}}|[{_K8S_ALPHABET}]{{6,10}})-[a-z0-9]{{5}}$")
@@ -236,6 +240,9 @@ def _node(labels: Mapping[str, str]) -> str:
 
 
 def _node_from_instance(labels: Mapping[str, str]) -> str:
+    """A node exporter's `instance` host; or, for an alert that names no pod, an `instance` host
+    that is a machine's name (a static target `gpu-node-3:8000`, as DCGM's `Hostname` names the
+    node), never an IP address, a URL or a service's DNS name."""
     instance = labels.get("instance", "")
     job = labels.get("job", "").lower()
     if not instance:
@@ -243,7 +250,18 @@ def _node_from_instance(labels: Mapping[str, str]) -> str:
     host, _, port = instance.rpartition(":") if ":" in instance else (instance, "", "")
     if "node" in job and "exporter" in job or job in ("node", "node-exporter", "kubelet") or port == "9100":
         return host
-    return ""
+    if any(labels.get(key) for key in POD_KEYS) or "/" in instance:
+        return ""
+    return host if _is_node_name(host) else ""
+
+
+@lru_cache(maxsize=4096)
+def _is_node_name(host: str) -> bool:
+    """'gpu-node-3' and 'ip-10-1-22-7.us-west-2.compute.internal' name machines; '10.0.3.7',
+    'vllm.llm.svc.cluster.local', 'vllm.llm' (service.namespace) and an exporter's own name do not."""
+    if not _HOST_NAME.match(host) or _SERVICE_HOST.search(host) or EXPORTER_POD.search(host):
+        return False
+    return host.count(".") != 1
 
 
 def scope_of(labels: Mapping[str, str]) -> Scope:

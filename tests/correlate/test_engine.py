@@ -421,3 +421,17 @@ def test_a_node_gone_not_ready_roots_its_pods_failures_and_its_target_down():
     assert names(incident) == ["KubeNodeNotReady", "KubePodCrashLooping", "KubePodNotReady", "LLMEngineTargetDown"]
     assert root_name(incident) == "KubeNodeNotReady"
     assert {e.rule for e in incident.edges} >= {"node_not_ready->restart", "node_not_ready->target_down"}
+
+
+def test_a_gpu_fault_and_the_engine_target_on_its_host_are_one_incident_without_pod_labels():
+    # bare-metal static targets: the engine is named only by `instance`, DCGM by `Hostname`
+    xid = make_alert("DCGMXidErrors", "07:00", job="dcgm", instance="10.20.1.11:9400", Hostname="gpu-node-3", gpu="0",
+                     err_code="79")
+    down = make_alert("TRT-LLM server down", "07:04", job="trtllm", instance="gpu-node-3:8000")
+    elsewhere = make_alert("TRT-LLM server down", "07:04", job="trtllm", instance="gpu-node-4:8000")
+    by_ip = make_alert("TRT-LLM server down", "07:05", job="trtllm", instance="10.20.1.11:8000")
+    incidents = correlate([xid, down, elsewhere, by_ip], catalog=CATALOG)
+    incident = only(incidents, "DCGMXidErrors")
+    assert len(incident.members) == 2 and root_name(incident) == "DCGMXidErrors"
+    assert (incident.edges[0].rule, incident.edges[0].relation) == ("gpu_error->restart", "same_node")
+    assert len(incidents) == 3

@@ -259,3 +259,32 @@ def test_a_gateway_api_routes_namespace_is_the_alerts_when_it_names_none():
     other, own = scope_of({"namespace": "coder"}), scope_of({"namespace": "reasoning"})
     assert not in_change_scope(other, scope, frozenset(), frozenset())
     assert in_change_scope(own, scope, frozenset(), frozenset())
+
+
+@pytest.mark.parametrize(
+    "labels, node",
+    [({"instance": "gpu-node-3:8000", "job": "trtllm"}, "gpu-node-3"),
+     ({"instance": "ip-10-1-22-7.us-west-2.compute.internal:8000", "job": "vllm"}, "ip-10-1-22-7.us-west-2.compute.internal"),
+     # an IP, a service's DNS name, a URL, an exporter, localhost: no machine named
+     ({"instance": "10.0.3.7:8000", "job": "vllm"}, ""),
+     ({"instance": "[fd00::7]:8000", "job": "vllm"}, ""),
+     ({"instance": "vllm-llama-8b.llm.svc.cluster.local:8000", "job": "vllm"}, ""),
+     ({"instance": "vllm-llama-8b.llm.svc:8000", "job": "vllm"}, ""),
+     ({"instance": "vllm-llama-8b.llm:8000", "job": "vllm"}, ""),
+     ({"instance": "https://api.example-llm.com", "job": "blackbox-exporter"}, ""),
+     ({"instance": "kube-state-metrics:8080", "job": "kube-state-metrics"}, ""),
+     ({"instance": "localhost:8000", "job": "vllm"}, ""),
+     # a pod's series: its instance is the pod's address, and its node comes from links
+     ({"instance": "gpu-node-3:8000", "pod": "vllm-a-6c5d8f7b9c-abcde"}, "")],
+)
+def test_a_pod_less_alerts_instance_host_names_its_node_only_when_it_is_a_machine_name(labels, node):
+    assert scope_of(labels).node == node
+
+
+def test_an_engine_series_named_by_instance_meets_dcgm_on_its_hostname():
+    dcgm = scope_of({"job": "dcgm", "instance": "10.20.1.11:9400", "Hostname": "gpu-node-3", "gpu": "0"})
+    engine = scope_of({"job": "trtllm", "instance": "gpu-node-3:8000"})
+    other = scope_of({"job": "trtllm", "instance": "gpu-node-4:8000"})
+    nodes = lambda s: frozenset({s.node})  # noqa: E731
+    assert "same_node" in relations(dcgm, engine, nodes(dcgm), nodes(engine), dcgm.gpus, engine.gpus)
+    assert "same_node" not in relations(dcgm, other, nodes(dcgm), nodes(other), dcgm.gpus, other.gpus)
