@@ -801,8 +801,8 @@ def _failing(diagnosis: str, *checks: str) -> dict[str, str]:
 KNOWN_FAILING: dict[str, dict[str, str]] = {
     "grafana_managed_instance_only": _failing(
         "`fb` (Hostname=gpu-bm-11, instance=10.20.1.11:9400) and the engine alerts (instance=10.20.1.11:8000, "
-        "no pod) share nothing: topology reads a host from `instance` only for node-exporter jobs/port 9100, "
-        "so a pod-less engine series has no node and no target identity. `nodata` (DatasourceNoData, "
+        "no pod) share nothing: a pod-less alert's `instance` host names its node only when it is a machine "
+        "name (gpu-node-3:8000), never an IP, so these engine series have no node and no target identity. `nodata` (DatasourceNoData, "
         "rulename='TRT-LLM KV cache utilization high') has an empty scope: `rulename` is not read. Fix: a "
         "pod-less alert's `instance` host joins its node identities (same_node on a shared host) and its "
         "host:port acts as its pod; Grafana's DatasourceNoData/Error take the scope of the rule named by "
