@@ -269,3 +269,14 @@ def test_a_generated_burn_rate_alert_is_the_slo_its_generator_names(labels, mode
     alert = make_alert("SlothErrorBudgetBurnRate", "02:00", namespace="codegen", **labels)
     assert classifier.classify(alert).failure_mode == mode
     assert classifier.classify(make_alert("SlothErrorBudgetBurnRate", "02:01", namespace="codegen")).failure_mode == "error_rate"
+
+
+@pytest.mark.parametrize(
+    "name, mode",
+    [("NodeClockSkewDetected", "other"), ("NodeTimeSkew", "other"), ("ClockSkew", "other"),
+     ("RouterLoadSkewHigh", "hot_instance"), ("LLMRequestSkew", "hot_instance")],
+)
+def test_a_clock_skew_is_no_hot_instance_but_a_load_skew_is(name, mode):
+    """node-exporter's NodeClockSkewDetected (the node's clock drifts) matched the hot-instance
+    word `skew`, and a storm's clock-skew noise was read as a hot replica."""
+    assert classify(make_alert(name, "01:00")).failure_mode == mode
