@@ -65,7 +65,9 @@ def signal_figure(signal: str, series: list[Series], band: Band | None, events: 
     if band is not None:
         lines = [band.red] + ([band.yellow] if band.yellow is not None else [])
         low, high = min(low, *lines), max(high, *lines)
-    pad = (high - low) * 0.08 or 1.0
+    # A flat series gets room in proportion to its size: a padding of 1 around 5.4e11 bytes made
+    # ticks differing in the twelfth digit.
+    pad = (high - low) * 0.08 or max(abs(high) * 0.05, 1.0)
     low, high = low - pad, high + pad
     if events:
         figure.add_trace(go.Scatter(
@@ -78,10 +80,19 @@ def signal_figure(signal: str, series: list[Series], band: Band | None, events: 
     unit = f" ({band.unit})" if band and band.unit else ""
     figure.update_layout(
         title={"text": f"{title}{unit}", "font": {"size": 14}}, height=300, margin={"l": 60, "r": 20, "t": 40, "b": 40},
-        shapes=_band_shapes(band, low, high) if band else [], yaxis={"range": [low, high]},
+        shapes=_band_shapes(band, low, high) if band else [], yaxis=value_axis(signal, low, high),
         legend={"orientation": "h", "y": -0.2}, template="plotly_white", meta={"signal": signal, "band": band.name if band else None},
     )
     return figure.to_plotly_json()
+
+
+def value_axis(signal: str, low: float, high: float) -> dict[str, Any]:
+    """SI prefixes (k, M, G), not Plotly's default "B" for billions, which on a bytes series read
+    as bytes ("150B" for 150 GB); a bytes signal's ticks say B after the prefix."""
+    axis: dict[str, Any] = {"range": [low, high], "exponentformat": "SI"}
+    if signal.endswith("bytes"):
+        axis["ticksuffix"] = "B"
+    return axis
 
 
 def evidence_figures(evidence: Evidence, timeline: list[Item]) -> list[dict[str, Any]]:

@@ -187,3 +187,21 @@ def test_evidence_page_figures_show_sender_text_as_text_not_plotly_markup(make_i
     texts = json.dumps(figures)
     assert "<a href" not in texts and "<b>" not in texts
     assert "&lt;a href" in texts or "&lt;b&gt;" in texts
+
+
+def test_a_flat_bytes_series_is_drawn_with_room_and_in_bytes_not_billions():
+    """A volume's size does not move: a padding of 1 around 5.4e11 gave ticks differing in the
+    twelfth digit, and Plotly's default "B" (billions) read as bytes ("536.870912B")."""
+    from correlate.series import Series
+    from incidents.evidence_views import signal_figure
+
+    size = 536_870_912_000.0
+    flat = Series(id=1, signal="filesystem_size_bytes", labels={"instance": "10.192.187.27:9100"},
+                  points=[(1_796_000_000.0 + 15 * i, size) for i in range(20)])
+    axis = signal_figure("filesystem_size_bytes", [flat], None, [])["layout"]["yaxis"]
+    low, high = axis["range"]
+    assert low < size < high and high - low > size * 0.05
+    assert axis["exponentformat"] == "SI" and axis["ticksuffix"] == "B"
+    ratio = Series(id=2, signal="kv_cache_usage", points=[(1_796_000_000.0, 0.5), (1_796_000_015.0, 0.9)])
+    axis = signal_figure("kv_cache_usage", [ratio], None, [])["layout"]["yaxis"]
+    assert "ticksuffix" not in axis and axis["range"][0] < 0.5 and axis["range"][1] > 0.9
