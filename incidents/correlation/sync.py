@@ -191,7 +191,10 @@ def incident_title(engine_incident: EngineIncident, scope: dict[str, str], root_
 
 
 def severity_of(members: list[Alert]) -> str:
-    levels = [SEVERITY_WORDS.get(str(row.labels.get("severity", "")).strip().lower(), "warning") for row in members]
+    """The highest of the members' severities, each label value read once (a storm's incident
+    holds thousands of alerts with a handful of values, and every run of its key passes them all)."""
+    values = {row.labels.get("severity", "") for row in members}
+    levels = {SEVERITY_WORDS.get(str(value).strip().lower(), "warning") for value in values}
     return max(levels, key=SEVERITY_ORDER.index) if levels else "warning"
 
 
