@@ -836,8 +836,8 @@ KNOWN_FAILING: dict[str, dict[str, str]] = {
         "`gw_5xx` (envoy_cluster_name=httproute/reasoning/deepseek-r1/rule/0, namespace envoy-gateway-system) "
         "stays alone: the route key `deepseek-r1` has no size word, so it shares no gateway stem with "
         "sglang-deepseek-r1-distill-70b, and the route's own namespace (reasoning, inside the cluster name) is "
-        "not read. Fix: take the namespace of an httproute/<ns>/<name> cluster as the alert's workload "
-        "namespace and accept a size-less route key that is a token prefix of exactly one deployment/model "
+        "read only for an alert naming none, while this one names envoy-gateway-system. Fix: let the route's "
+        "namespace win over the gateway's own for a route alert, and accept a size-less route key that is a token prefix of exactly one deployment/model "
         "key in that namespace. Partly debatable: name prefix + namespace + time is all the evidence.",
         "grouping", "scorer"),
 }
