@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 from celery import shared_task
+from django.core.cache import cache
 from django.db import DatabaseError
 
 from incidents import correlation, replay, services
@@ -57,15 +58,18 @@ def apply_pending_actions() -> dict[str, int]:
     max_retries=10,
     ignore_result=True,
 )
-def correlate_key(key: str) -> None:
+def correlate_key(key: str, held_ranking: bool = False) -> None:
     """Correlate one cluster's new alerts; serialised per key by a lock inside the service. The
     worker process keeps the cluster's engine state for its next run (see ROOTLINE_CORRELATION_SHARDS).
     Queued while the key's last run was still going, it first waits the pace that run asked for
-    (ROOTLINE_CORRELATION_PACE_MS): queued again for later, its pending flag still held."""
+    (ROOTLINE_CORRELATION_PACE_MS): queued again for later, its flag still held. `held_ranking`:
+    the run a previous one asked for to rank the big incidents it held back (it takes new alerts too)."""
     wait = correlation.pace_wait(key)
     if wait:
-        correlate_key.apply_async((key,), queue=correlation.correlation_queue(key), countdown=wait)
+        correlate_key.apply_async((key,), {"held_ranking": held_ranking}, queue=correlation.correlation_queue(key), countdown=wait)
         return
+    if held_ranking:
+        cache.delete(correlation.ranking_flag(key))  # from now on, a run holding rankings back asks for another
     correlation.correlation_run(key=key, keep_state=True)
 
 

@@ -21,7 +21,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def queued(settings):
     settings.CELERY_TASK_ALWAYS_EAGER = False
-    flags = [correlation.pending_flag("c1"), enqueue.next_run_flag("c1")]
+    flags = [correlation.pending_flag("c1"), enqueue.next_run_flag("c1"), correlation.ranking_flag("c1")]
     cache.delete_many(flags)
     with mock.patch("incidents.tasks.correlate_key.apply_async") as apply_async:
         yield apply_async
@@ -106,3 +106,24 @@ def test_a_run_queued_during_the_last_one_waits_its_pace_when_it_starts(queued, 
     with mock.patch("incidents.correlation.correlation_run") as run:
         correlate_key("c1")
     run.assert_called_once_with(key="c1", keep_state=True)
+
+
+def test_a_run_queued_for_held_rankings_keeps_no_new_alert_waiting(queued, django_capture_on_commit_callbacks):
+    """The run a worker queues for the big incidents whose ranking it held back (due in up to 5 s)
+    has a flag of its own: sharing the pending flag, it kept the deliveries of those seconds from
+    queueing a run, and their alerts waited for it."""
+    from incidents.tasks import correlate_key
+
+    enqueue.correlation_enqueue_later("c1", 4.0)
+    queued.assert_called_once_with(("c1",), {"held_ranking": True}, queue="rootline-correlation", countdown=4.0)
+    enqueue.correlation_enqueue_later("c1", 4.0)  # one is queued already: nothing more
+    assert queued.call_count == 1
+    with django_capture_on_commit_callbacks(execute=True):
+        correlation.correlation_enqueue(["c1"])  # new alerts: a run now, not in 4 s
+    assert queued.call_count == 2 and queued.call_args == mock.call(("c1",), queue="rootline-correlation")
+    with mock.patch("incidents.correlation.correlation_run") as run:
+        correlate_key("c1", held_ranking=True)  # the held-ranking run starts: the next run holding some back may ask again
+    run.assert_called_once_with(key="c1", keep_state=True)
+    assert cache.get(correlation.ranking_flag("c1")) is None
+    enqueue.correlation_enqueue_later("c1", 4.0)
+    assert queued.call_count == 3
