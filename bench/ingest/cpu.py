@@ -1,7 +1,7 @@
 #!/usr/bin/env python3
 """CPU seconds per kind (APP_PGID=<pgid of bin/serve>: only that group counts as the app) of process, from /proc (Linux): `cpu.py snap FILE` then `cpu.py diff FILE LABEL`.
 
-Kinds: gunicorn, celery worker, celery beat, postgres, redis, load client (peer_bench.py), other."""
+Kinds: gunicorn, celery worker (ingestion), celery correlation, celery evidence, celery beat, postgres, redis, load client (peer_bench.py), other."""
 from __future__ import annotations
 
 import json
@@ -21,6 +21,8 @@ def kind(cmd: str, pgid: int) -> str:
         return "gunicorn"
     if "celery" in cmd and "correlation" in cmd:
         return "celery_correlation"
+    if "celery" in cmd and "evidence" in cmd:  # counted apart: inside celery_worker it hid a storm's collections
+        return "celery_evidence"
     if "celery" in cmd and " beat" in cmd:
         return "celery_beat"
     if "celery" in cmd:
