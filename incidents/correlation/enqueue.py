@@ -102,12 +102,19 @@ def correlation_queue(key: str) -> str:
 
 
 def pending_flag(key: str) -> str:
-    return f"rootline:correlate-pending:{zlib.crc32(key.encode())}:{key[:100]}"
+    """Set while a run of the key for its new alerts is queued."""
+    return key_flag("pending", key)
 
 
 def ranking_flag(key: str) -> str:
-    return f"rootline:correlate-ranking:{zlib.crc32(key.encode())}:{key[:100]}"
+    """Set while a run of the key for its held-back rankings is queued."""
+    return key_flag("ranking", key)
 
 
 def next_run_flag(key: str) -> str:
-    return f"rootline:correlate-next:{zlib.crc32(key.encode())}:{key[:100]}"
+    """When the key's next run may start (`note_run_finished`)."""
+    return key_flag("next", key)
+
+
+def key_flag(kind: str, key: str) -> str:
+    return f"rootline:correlate-{kind}:{zlib.crc32(key.encode())}:{key[:100]}"

@@ -117,6 +117,9 @@ def stale_reason(state: KeyState | None, previous_token: str, current: Catalog) 
     return None
 
 
+CORRELATION_LOCK_SPACE = 4242  # advisory locks are (space, id); evidence collection uses another space
+
+
 def key_lock(key: str) -> None:
     """Wait for the correlation key's lock, as a run of the key takes it (`lock_key`), until the
     transaction ends, leaving the key's run token alone, so a worker's kept state stays valid:
@@ -128,7 +131,7 @@ def key_lock(key: str) -> None:
     the key and writes that row (`tests/incidents/test_actions_audit.py`)."""
     if connection.vendor == "postgresql":
         with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [4242, zlib.crc32(key.encode()) - 2**31])
+            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [CORRELATION_LOCK_SPACE, zlib.crc32(key.encode()) - 2**31])
         return
     CorrelationLock.objects.get_or_create(key=key)
     # SQLite has no row locks: a write takes the database's write lock for the transaction.

@@ -292,13 +292,6 @@ def alerts_write(rows: list[Alert], result: list[EngineIncident], assigned: dict
         row.incident_id, row.layer, row.failure_mode, row.classified_by, row.onset, row.false_positive = wanted
         row.correlated = True
         changed.append(row)
-    if changed:
-        alerts_update(changed)
-
-
-def alerts_update(changed: list[Alert]) -> None:
-    """Write the correlation fields of `changed` rows (one `UPDATE ... FROM unnest(...)` per
-    5,000 rows on PostgreSQL)."""
     rows_update(Alert, changed, [*ALERT_SYNC_FIELDS, "correlated"])
 
 

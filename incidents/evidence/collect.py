@@ -254,6 +254,9 @@ def mark_gaps(points: list[tuple[float, float]], step: float) -> list[tuple[floa
     return out
 
 
+EVIDENCE_LOCK_SPACE = 4243  # advisory locks are (space, id); correlation keys use CORRELATION_LOCK_SPACE
+
+
 def incident_for_evidence(incident_id: int) -> Incident | None:
     """The incident, with this transaction the only collection writing its evidence. On PostgreSQL
     an advisory lock per incident does that, not a lock on the incident's row: the evidence worker
@@ -266,9 +269,6 @@ def incident_for_evidence(incident_id: int) -> Incident | None:
     with connection.cursor() as cursor:
         cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [EVIDENCE_LOCK_SPACE, incident_id % 2**31])
     return Incident.objects.filter(pk=incident_id).first()
-
-
-EVIDENCE_LOCK_SPACE = 4243  # advisory locks (space, id): 4242 serialises correlation keys
 
 
 def persist(incident_id: int, answers: list[_Answer], window: Window, now: datetime) -> CollectResult:
