@@ -117,7 +117,9 @@ class Alert(models.Model):
     labels = models.JSONField(default=dict)
     annotations = models.JSONField(default=dict, blank=True)
     generator_url = models.TextField(blank=True, default="")
-    integration = models.ForeignKey(Integration, on_delete=models.PROTECT, related_name="alerts")
+    # Not indexed: no query looks alerts up by integration, and every index costs each insert and
+    # each correlation update (deleting an integration scans the alerts instead, once, in the admin).
+    integration = models.ForeignKey(Integration, on_delete=models.PROTECT, related_name="alerts", db_index=False)
     first_delivery = models.ForeignKey(Delivery, on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     received_at = models.DateTimeField()
     correlation_key = models.CharField(max_length=255, blank=True, default="", help_text="the cluster: correlation is serialised per key")
@@ -135,9 +137,11 @@ class Alert(models.Model):
         constraints = [
             models.UniqueConstraint(fields=["fingerprint", "starts_at"], name="alert_occurrence_unique"),
         ]
+        # Each index costs every insert and every correlation update (a non-HOT update: it changes
+        # `incident` and `correlated`): a fingerprint's occurrences are found through the unique
+        # pair, whose first column it is.
         indexes = [
             models.Index(fields=["starts_at"], name="alert_starts_idx"),
-            models.Index(fields=["fingerprint", "status"], name="alert_fp_status_idx"),
             models.Index(fields=["correlation_key", "starts_at"], name="alert_key_starts_idx"),
             # What the next correlation run of a key takes: small, whatever the key's history.
             models.Index(fields=["correlation_key", "starts_at"], condition=Q(correlated=False), name="alert_uncorrelated_idx"),
