@@ -86,3 +86,12 @@ def collect_evidence(incident_id: int) -> None:
     if not Incident.objects.filter(pk=incident_id).exists():
         return
     evidence_collect(incident_id=incident_id)
+
+
+@shared_task(name="incidents.collect_evidence_each", ignore_result=True)
+def collect_evidence_each(incident_ids: list[int]) -> None:
+    """Queue a collection of each incident, on the evidence worker: a correlation run that opened
+    or grew hundreds of incidents sends this one message instead of a task per incident
+    (`evidence_enqueue_now`); each collection is still its own task, retried on its own."""
+    for incident_id in incident_ids:
+        collect_evidence.delay(incident_id)

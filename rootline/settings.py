@@ -198,6 +198,7 @@ CELERY_EVIDENCE_QUEUE = os.environ.get("ROOTLINE_EVIDENCE_QUEUE", "rootline-evid
 CELERY_TASK_ROUTES = {
     "incidents.correlate_key": {"queue": CELERY_CORRELATION_QUEUE},
     "incidents.collect_evidence": {"queue": CELERY_EVIDENCE_QUEUE},
+    "incidents.collect_evidence_each": {"queue": CELERY_EVIDENCE_QUEUE},
 }
 # With N > 1 shards, a key's runs always go to the same queue of N (`<queue>-0` ... `<queue>-N-1`,
 # chosen by a hash of the key), each served by one process that keeps its keys' engine state

@@ -144,12 +144,16 @@ def test_evidence_enqueue_reads_the_cache_once_for_many_incidents(settings, djan
         return get(*args, **kwargs)
 
     with mock.patch("incidents.tasks.collect_evidence.apply_async") as enqueue, \
+            mock.patch("incidents.tasks.collect_evidence_each.apply_async") as enqueue_each, \
             mock.patch.object(cache, "get_many", side_effect=counted_get_many), \
             mock.patch.object(cache, "get", side_effect=counted_get):
         with django_capture_on_commit_callbacks(execute=True):
             evidence_enqueue(ids)
     assert reads == [2 * len(ids)]
+    # the incidents due at the same moment ride on one message, a lone one on its own task
+    assert enqueue_each.call_count == 1 and enqueue.call_count == 1
     queued = {call.args[0][0]: call.kwargs["countdown"] for call in enqueue.call_args_list}
+    queued.update({pk: call.kwargs["countdown"] for call in enqueue_each.call_args_list for pk in call.args[0][0]})
     assert sorted(queued) == [pk for pk in ids if pk not in ids[::3]]
     assert queued[ids[2]] == collect.SETTLE_SECONDS
     assert collect.MIN_INTERVAL_SECONDS - 25 < queued[ids[1]] <= collect.MIN_INTERVAL_SECONDS - 20
@@ -173,3 +177,11 @@ def test_a_second_collection_upserts_instead_of_duplicating(story_file, story_in
     evidence_collect(incident_id=incident.pk)
     after = sorted(EvidenceSeries.objects.filter(incident=incident).values_list("id", "signal", "labels_key", "point_count"))
     assert after == before and len(before) > 20
+
+
+def test_collect_evidence_each_queues_one_collection_per_incident():
+    from incidents.tasks import collect_evidence_each
+
+    with mock.patch("incidents.tasks.collect_evidence.delay") as collect_one:
+        collect_evidence_each([4, 9, 11])
+    assert [call.args for call in collect_one.call_args_list] == [(4,), (9,), (11,)]
