@@ -44,6 +44,12 @@ def requeue_stale_deliveries() -> int:
     return len(ids)
 
 
+@shared_task(name="incidents.requeue_uncorrelated", ignore_result=True)
+def requeue_uncorrelated() -> int:
+    """Alerts stored but never correlated (their run's enqueue failed) are never left behind."""
+    return len(correlation.correlation_requeue_waiting())
+
+
 @shared_task(name="incidents.apply_pending_actions", ignore_result=True)
 def apply_pending_actions() -> dict[str, int]:
     """Imported actions whose alerts had not arrived yet, applied once those are stored and correlated."""

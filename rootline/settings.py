@@ -227,6 +227,12 @@ CELERY_BEAT_SCHEDULE = {
         "task": "incidents.requeue_stale_deliveries",
         "schedule": 60.0,
     },
+    # Every minute: keys whose stored alerts no correlation run has taken (the run's enqueue failed
+    # with the broker or the cache down) are queued again.
+    "requeue-uncorrelated": {
+        "task": "incidents.requeue_uncorrelated",
+        "schedule": 60.0,
+    },
     # Every 30 s: actions imported before their alerts, applied once those are stored and correlated
     # (or expired, PENDING_ACTION_TTL_HOURS after they were kept).
     "apply-pending-actions": {

@@ -39,6 +39,20 @@ def correlation_enqueue_now(keys: list[str], *, paced: bool = True) -> None:
             correlate_key.apply_async((key,), queue=correlation_queue(key))
 
 
+def correlation_requeue_waiting() -> list[str]:
+    """Queue a run of every key with alerts no run has taken (a run each, as the debounce allows),
+    returns those keys. A key's run is queued after its alerts commit; should the broker or the
+    cache fail just then (the enqueue is best effort, the alerts are stored), a quiet cluster's
+    alerts would wait for its next delivery, however long that takes. Beat calls this every minute
+    (`incidents.requeue_uncorrelated`); a key whose run is already queued costs one cache read."""
+    from incidents.models import Alert
+
+    keys = sorted(Alert.objects.filter(correlated=False).values_list("correlation_key", flat=True).distinct())
+    if keys:
+        correlation_enqueue_now(keys)
+    return keys
+
+
 def correlation_enqueue_later(key: str, seconds: float) -> None:
     """A run of `key` in `seconds`, for the rankings its last run held back, unless one is queued
     for that already: it asks again if it still leaves some held back. It has a flag of its own.

@@ -127,3 +127,22 @@ def test_a_run_queued_for_held_rankings_keeps_no_new_alert_waiting(queued, djang
     assert cache.get(correlation.ranking_flag("c1")) is None
     enqueue.correlation_enqueue_later("c1", 4.0)
     assert queued.call_count == 3
+
+
+def test_beat_requeues_the_keys_whose_alerts_no_run_took(queued, settings):
+    """Alerts stored while the run's enqueue failed (broker or cache down at commit) are not left
+    for the cluster's next delivery: beat's sweep queues their key, once however often it runs."""
+    from datetime import datetime, timezone
+
+    from incidents.models import Alert, Integration
+    from incidents.tasks import requeue_uncorrelated
+
+    at = datetime(2026, 1, 5, 3, 0, tzinfo=timezone.utc)
+    integration = Integration.objects.create(kind="alertmanager", name="sweep", token_digest="x")
+    for number, (key, correlated) in enumerate([("c1", False), ("c1", False), ("done", True)]):
+        Alert.objects.create(fingerprint=f"sweep-{number}", starts_at=at, status="firing", labels={"alertname": "X"},
+                             integration=integration, received_at=at, correlation_key=key, correlated=correlated)
+    assert requeue_uncorrelated() == 1
+    queued.assert_called_once_with(("c1",), queue="rootline-correlation")
+    requeue_uncorrelated()  # its run still queued: nothing more
+    queued.assert_called_once()
