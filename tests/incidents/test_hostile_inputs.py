@@ -652,3 +652,43 @@ def test_login_next_parameter_never_becomes_a_script_link(users, client):
     response = client.post("/accounts/login/?next=javascript:alert(1)", {"username": "person", "password": "wrong"})
     assert response.status_code == 200
     assert_escaped(response.content.decode(), "login page after a failed sign-in")
+
+
+@pytest.mark.parametrize("field,value", [("alert_id", "\u00b2"), ("alert_id", "9" * 5000), ("into", "\u0663"), ("into", "\u00b2"),
+                                         ("alert_id", "99999999999999999999")])
+def test_incident_page_forms_with_odd_digits_redirect_with_a_message(incident, users, client, field, value):
+    """`str.isdigit` holds for superscripts ("²") and for 5,000 digits, which `int` refuses."""
+    client.force_login(users("r", "responder"))
+    action = "merge" if field == "into" else "exclude_alert"
+    response = client.post(f"/incidents/{incident.pk}/act/", {"action": action, field: value})
+    assert response.status_code == 302, response.content[:300]
+
+
+# The short webhook path gunicorn takes (rootline.wsgi), with requests the test client cannot make
+
+from tests.ingest.test_fast_paths import call, environ, wsgi  # noqa: E402,F401  (wsgi: the fixture)
+
+LEAN_CASES = {
+    "content-length -1": {"CONTENT_LENGTH": "-1"}, "content-length abc": {"CONTENT_LENGTH": "abc"},
+    "content-length empty": {"CONTENT_LENGTH": ""}, "content-length 30 nines": {"CONTENT_LENGTH": "9" * 30},
+    "no content-length": {"CONTENT_LENGTH": None}, "nul header": {"HTTP_X_TRACE": "a\x00b"},
+    "latin-1 header": {"HTTP_X_TRACE": "caf\xc3\xa9"}, "nul in host": {"HTTP_HOST": "127.0.0.1\x00"},
+    "host with script": {"HTTP_HOST": "<script>"}, "host 5000 chars": {"HTTP_HOST": "h" * 5000},
+    "no host": {"HTTP_HOST": None}, "huge id": {"PATH_INFO": "/hooks/alertmanager/99999999999999999999/"},
+    "query string": {"QUERY_STRING": "x=%00&y=" + "z" * 5000}, "nul in token": {"HTTP_AUTHORIZATION": "Bearer a\x00"},
+    "latin-1 token": {"HTTP_AUTHORIZATION": "Bearer \xff\xfe"},
+}
+
+
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("case", LEAN_CASES, ids=list(LEAN_CASES))
+def test_the_short_webhook_path_never_answers_500(wsgi, make_integration, case):
+    integration = make_integration()
+    env = environ(integration.path, GOOD_BODY, token=integration.plain_token)
+    for key, value in LEAN_CASES[case].items():
+        if value is None:
+            env.pop(key, None)
+        else:
+            env[key] = value
+    status, _, content = call(wsgi.application, env)
+    assert not status.startswith("5"), (status, content[:300])
