@@ -692,3 +692,23 @@ def test_the_short_webhook_path_never_answers_500(wsgi, make_integration, case):
             env[key] = value
     status, _, content = call(wsgi.application, env)
     assert not status.startswith("5"), (status, content[:300])
+
+
+@pytest.mark.parametrize("key", ["items", "keys", "values", "get", "summary", "0", "__class__", "pk"])
+def test_label_and_annotation_keys_named_like_methods_render(make_integration, deliver, client, key):
+    """Django's templates look `labels.items` up as the key "items" first: a sender's label of
+    that name must not replace the mapping's method in a page."""
+    integration = make_integration()
+    for row in cascade():
+        row["labels"][key] = "xy"
+        row["annotations"][key] = "xy"
+        assert deliver(integration, am_body(row)).status_code == 202
+    client.force_login(admin_user())
+    paths = ["/", "/?status=all", "/alerts/"]
+    for incident in Incident.objects.all():
+        paths += [f"/incidents/{incident.pk}/", f"/incidents/{incident.pk}/evidence/"]
+    for path in paths:
+        response = client.get(path)
+        assert response.status_code == 200, path
+    alerts_page = client.get("/alerts/").content.decode()
+    assert "pod=vllm-llama-7d9f8b6c4-x2k9p" in alerts_page  # the other labels are still listed
