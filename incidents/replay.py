@@ -71,12 +71,26 @@ def line_check(line: Any) -> None:
     if not isinstance(line, dict):
         raise ReplayError("expected an object with 'action', 'at', 'by'")
     for field, value in line.items():
-        for item in value if isinstance(value, list) else [value]:
-            problem = unstorable(item)
-            if problem:
-                raise ReplayError(f"{field}: {problem}")
+        problem = unstorable(field) or nested_unstorable(value)
+        if problem:
+            raise ReplayError(f"{field if field.isprintable() else repr(field[:40])}: {problem}")
     line_time(line)
     naming_check(line)
+
+
+def nested_unstorable(value: Any) -> str | None:
+    """`unstorable` of every text in a JSON value, keys included, at any depth: a line that
+    waits is kept whole in a jsonb column, which takes neither NUL nor a lone surrogate."""
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack += [*item.keys(), *item.values()]
+        elif isinstance(item, list):
+            stack += item
+        elif problem := unstorable(item):
+            return problem
+    return None
 
 
 def naming_check(line: dict) -> None:

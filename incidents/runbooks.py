@@ -38,6 +38,7 @@ RUNBOOKS_DIR = PROJECT_DIR / "docs" / "runbooks"
 SHIPPED_BASE_URL = "http://127.0.0.1:8000"
 SEVERITIES = ("critical", "warning", "info")
 ALERTNAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*$")
+MAX_RUNBOOK_NAME = 200
 _PLACEHOLDER = re.compile(r"\[\[\s*(.+?)\s*\]\]")
 _BAND_REF = re.compile(r"\b([a-z_][a-z0-9_]*)\.(red|yellow)\b")
 _OPERATORS: dict[type, Callable[[float, float], float]] = {
@@ -424,10 +425,8 @@ def markdown_to_html(source: str) -> SafeString:
 
 @login_required
 def runbook_page(request: HttpRequest, alertname: str) -> HttpResponse:
-    if not ALERTNAME.match(alertname):
-        raise Http404("no such runbook")
-    path = RUNBOOKS_DIR / f"{alertname}.md"
-    if not path.is_file():
+    path = runbook_file(alertname)
+    if path is None:
         raise Http404("no such runbook")
     catalog = app_catalog()
     alert = next((a for a in pack_alerts(catalog=catalog, base_url=settings.BASE_URL) if a.name == alertname), None)
@@ -445,10 +444,19 @@ def runbook_page(request: HttpRequest, alertname: str) -> HttpResponse:
     })
 
 
+def runbook_file(alertname: str) -> Path | None:
+    """The pack's runbook of this alert name, if it has one. A name too long to be a file name
+    (senders choose alert names; the file system refuses names over 255 bytes) has none."""
+    if not alertname or len(alertname) > MAX_RUNBOOK_NAME or not ALERTNAME.match(alertname):
+        return None
+    path = RUNBOOKS_DIR / f"{alertname}.md"
+    return path if path.is_file() else None
+
+
 def runbook_href(alertname: str, annotations: Mapping[str, str]) -> str | None:
     """Where an incident page links an alert's runbook: the pack's page when it has one, else
     the alert's own `runbook_url` annotation if it is a plain http(s) link."""
-    if alertname and ALERTNAME.match(alertname) and (RUNBOOKS_DIR / f"{alertname}.md").is_file():
+    if runbook_file(alertname) is not None:
         return reverse("runbook", args=[alertname])
     own = annotations.get("runbook_url") or annotations.get("runbook") or ""
     return own if own.startswith(("https://", "http://")) and _safe_href(own) else None

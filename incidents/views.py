@@ -202,7 +202,9 @@ def incident_act_form(request: HttpRequest, incident_id: int) -> HttpResponse:
     incident = get_object_or_404(Incident, pk=incident_id)
     body = {key: value for key, value in request.POST.items() if key != "csrfmiddlewaretoken" and value != ""}
     for key in ("alert_id", "into"):
-        if key in body and str(body[key]).isdigit():
+        # ASCII digits only: "²" and "٣" are digits to str.isdigit, and int() refuses the first
+        # and any number over 4,300 digits; what stays text is refused by the action as not an id.
+        if key in body and body[key].isascii() and body[key].isdigit() and len(body[key]) <= 30:
             body[key] = int(body[key])
     try:
         outcome = incident_act(incident=incident, user=request.user, body=body)

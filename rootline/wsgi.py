@@ -50,6 +50,7 @@ def lean_enabled() -> bool:
     to the settings sends webhooks the full way until this path is revisited."""
     known = {
         "django.middleware.security.SecurityMiddleware",  # applied below
+        "rootline.middleware.NulQueryMiddleware",  # pages only: it lets /hooks/ through
         "whitenoise.middleware.WhiteNoiseMiddleware",  # static files only
         "django.contrib.sessions.middleware.SessionMiddleware",
         "django.middleware.common.CommonMiddleware",  # the host check below; the path ends in "/"

@@ -83,9 +83,13 @@ def parse_openmetrics(lines: Iterable[str]) -> dict[tuple[str, tuple[tuple[str, 
             raise OpenMetricsError(f"line {number}: value {raw_value!r} or timestamp {raw_ts!r} is not a number") from None
         if ts >= MILLISECONDS_FROM:
             raise OpenMetricsError(f"line {number}: timestamp {raw_ts} looks like milliseconds; OpenMetrics uses seconds")
+        if not ts >= 0:  # NaN, -Inf, before 1970: no time a series can be stored at
+            raise OpenMetricsError(f"line {number}: timestamp {raw_ts} is not a time in seconds since 1970")
         labels = label_cache.get(raw_labels or "")
         if labels is None:
             labels = tuple(sorted((k, _UNESCAPE.sub(_unescape, v)) for k, v in _LABEL.findall(raw_labels or "")))
+            if any("\x00" in value for _, value in labels):
+                raise OpenMetricsError(f"line {number}: a label value holds a NUL character, which cannot be stored")
             label_cache[raw_labels or ""] = labels
         series[(name, labels)][ts] = value
     if not ended:

@@ -11,6 +11,7 @@ import atexit
 import hashlib
 import logging
 import os
+import re
 import threading
 import time
 import weakref
@@ -55,12 +56,21 @@ class Receipt:
 
 
 def safe_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
-    """Headers worth keeping for replay and debugging; credentials never reach the database."""
+    """Headers worth keeping for replay and debugging; credentials never reach the database.
+    A character PostgreSQL cannot store (NUL, a lone surrogate) becomes U+FFFD, so that an odd
+    header never costs the delivery its body."""
     kept = {}
     for name, value in headers:
-        lower = name.lower()
-        kept[lower] = "[redacted]" if lower in REDACTED_HEADERS else value[:1024]
+        lower = storable(name.lower()[:256])
+        kept[lower] = "[redacted]" if lower in REDACTED_HEADERS else storable(value[:1024])
     return kept
+
+
+_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
+
+
+def storable(text: str) -> str:
+    return _UNSTORABLE.sub("\ufffd", text)
 
 
 def delivery_receive(

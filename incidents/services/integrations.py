@@ -2,6 +2,7 @@
 from __future__ import annotations
 
 import hmac
+import math
 import secrets
 import threading
 import time
@@ -16,6 +17,7 @@ from rest_framework.authtoken.models import Token
 from incidents.models import Integration, token_digest
 
 ROLES = ("viewer", "responder", "author", "admin")
+NAME_MAX = Integration._meta.get_field("name").max_length
 
 
 class RootlineError(Exception):
@@ -26,7 +28,11 @@ def integration_add(*, kind: str, name: str, token: str | None = None, rate_limi
         raise RootlineError(f"unknown kind {kind!r}; expected one of {', '.join(Integration.Kind.values)}")
     if not name.strip():
         raise RootlineError("an integration needs a name")
-    if rate_limit is not None and rate_limit <= 0:
+    if len(name) > NAME_MAX or not name.isprintable():
+        raise RootlineError(f"--name: at most {NAME_MAX} printable characters")
+    if token and (not token.strip() or not token.isprintable()):
+        raise RootlineError("--token: printable characters only (it goes into an Authorization header)")
+    if rate_limit is not None and not 0 < rate_limit < math.inf:  # NaN too
         raise RootlineError("--rate-limit must be a positive number of alerts per second")
     if Integration.objects.filter(name=name).exists():
         raise RootlineError(f"an integration named {name!r} exists already")
@@ -131,6 +137,9 @@ def roles_ensure() -> None:
 
 def api_token_issue(*, username: str, create_user: bool = False) -> str:
     User = get_user_model()
+    limit = User._meta.get_field(User.USERNAME_FIELD).max_length
+    if not username.strip() or len(username) > limit or not username.isprintable():
+        raise RootlineError(f"username: expected at most {limit} printable characters, got {username[:60]!r}")
     user = User.objects.filter(username=username).first()
     if user is None:
         if not create_user:

@@ -49,7 +49,12 @@ class Command(BaseCommand):
         if scenario not in simulator.scenario_names():
             raise CommandError(f"unknown scenario {scenario!r}; known: {', '.join(simulator.scenario_names())}")
         start = start or (datetime.now(timezone.utc) - timedelta(days=1)).strftime("%Y-%m-%dT06:00:00Z")
-        started = datetime.fromisoformat(start.replace("Z", "+00:00"))
+        try:
+            started = datetime.fromisoformat(start.replace("Z", "+00:00"))
+        except ValueError as exc:
+            raise CommandError(f"--start: not an RFC 3339 time: {start[:60]!r} ({exc})") from None
+        if started.tzinfo is None:
+            raise CommandError(f"--start: {start[:60]!r} has no offset; write it as RFC 3339, e.g. 2026-03-14T06:00:00Z")
         as_of = started + AS_OF
         username, password = admin_login()
         alerts_integration = demo_integration(Integration.Kind.ALERTMANAGER, "demo-alertmanager")

@@ -56,7 +56,10 @@ class Command(BaseCommand):
     def import_line(self, raw: str, *, where: str) -> str:
         """"applied", "already", "pending" (kept until its alerts are there) or "failed", said on stderr."""
         try:
-            line = json.loads(raw)
+            try:
+                line = json.loads(raw)
+            except RecursionError:
+                raise ReplayError("not JSON that can be read: nested too deeply") from None
             return action_line_apply(line=line)
         except AlertsNotThereYet as exc:
             action_line_keep_pending(line=line, source=where, waiting_for=exc.message)

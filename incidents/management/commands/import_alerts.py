@@ -25,7 +25,11 @@ class Command(BaseCommand):
         if not file.exists():
             raise CommandError(f"no such file: {file}")
         totals = {"bodies": 0, "accepted": 0, "rejected": 0, "refused": 0}
-        with file.open("rb") as lines:
+        try:
+            lines = file.open("rb")
+        except OSError as exc:
+            raise CommandError(f"cannot read {file}: {exc.strerror or exc}") from None
+        with lines:
             for number, line in enumerate(lines, start=1):
                 if not line.strip():
                     continue

@@ -24,6 +24,8 @@ class Command(BaseCommand):
             raise CommandError(f"{path}: no such file") from None
         except (OpenMetricsError, UnicodeDecodeError) as exc:
             raise CommandError(f"{path}: {exc}") from None
+        except OSError as exc:  # a directory, no permission
+            raise CommandError(f"{path}: cannot read: {exc.strerror or exc}") from None
         refreshed = []
         if result.created or result.updated:
             # Alerts may have been imported first: their incidents' evidence can now be filled in.

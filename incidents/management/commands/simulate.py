@@ -30,5 +30,7 @@ class Command(BaseCommand):
             sizes = simulator.simulate(str(scenario), str(start), int(options["seed"]), str(out))
         except ValueError as exc:
             raise CommandError(str(exc)) from exc
+        except OSError as exc:  # --out names a file, or a folder it may not write to
+            raise CommandError(f"--out {out}: {exc.strerror or exc}") from None
         for name, size in sizes.items():
             self.stdout.write(f"{out}/{name}\t{size}")
