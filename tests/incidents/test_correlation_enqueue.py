@@ -146,3 +146,15 @@ def test_beat_requeues_the_keys_whose_alerts_no_run_took(queued, settings):
     queued.assert_called_once_with(("c1",), queue="rootline-correlation")
     requeue_uncorrelated()  # its run still queued: nothing more
     queued.assert_called_once()
+
+
+def test_keys_with_a_run_queued_cost_one_read_for_all(queued):
+    """An ingestion batch in a storm names keys whose runs are queued already: one read of all
+    their flags, and a flag taken (and a run queued) only for the others."""
+    cache.delete(correlation.pending_flag("c2"))
+    cache.set(correlation.pending_flag("c1"), 1)
+    with mock.patch.object(cache, "add", wraps=cache.add) as add:
+        correlation.correlation_enqueue_now(["c1", "c2"])
+    assert [call.args[0] for call in add.call_args_list] == [correlation.pending_flag("c2")]
+    queued.assert_called_once_with(("c2",), queue="rootline-correlation")
+    cache.delete(correlation.pending_flag("c2"))
