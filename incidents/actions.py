@@ -18,7 +18,7 @@ from incidents.correlation import correlation_run
 from incidents.correlation.run import key_lock
 from incidents.evidence.collect import evidence_enqueue
 from incidents.ingest.common import FieldError, parse_time
-from incidents.models import Alert, Decision, Incident, IncidentAction, IncidentEdge, RootCandidate
+from incidents.models import Alert, Decision, Incident, IncidentAction, IncidentEdge, RootCandidate, storable_id
 from incidents.services.integrations import ROLES
 
 ROLE_RANK = {role: rank for rank, role in enumerate(ROLES)}  # viewer < responder < author < admin
@@ -269,7 +269,7 @@ def refresh_evidence(*, incident, user, body, at, replay_key) -> Outcome:
 def alert_of(incident: Incident, value: Any, field: str = "alert_id") -> Alert:
     if not isinstance(value, int) or isinstance(value, bool):
         raise ActionError(400, f"{field}: expected an alert id (integer)")
-    alert = Alert.objects.filter(pk=value).first()
+    alert = Alert.objects.filter(pk=value).first() if storable_id(value) else None
     if alert is None:
         raise ActionError(400, f"{field}: no alert {value}")
     if alert.incident_id != incident.pk:
@@ -333,7 +333,7 @@ def merge(*, incident, user, body, at, replay_key) -> Outcome:
     into_id = body.get("into")
     if not isinstance(into_id, int) or isinstance(into_id, bool):
         raise ActionError(400, "into: expected the id of the incident to merge into")
-    target = Incident.objects.filter(pk=into_id).first()
+    target = Incident.objects.filter(pk=into_id).first() if storable_id(into_id) else None
     if target is None:
         raise ActionError(400, f"into: no incident {into_id}")
     if target.pk == incident.pk:
@@ -360,7 +360,7 @@ def split(*, incident, user, body, at, replay_key) -> Outcome:
     for index, value in enumerate(ids):
         if not isinstance(value, int) or isinstance(value, bool):
             raise ActionError(400, f"alert_ids[{index}]: expected an alert id (integer)")
-    found = Alert.objects.in_bulk(list(set(ids)))  # one query, however long the list
+    found = Alert.objects.in_bulk([value for value in set(ids) if storable_id(value)])  # one query, however long the list
     for index, value in enumerate(ids):
         if value not in found:
             raise ActionError(400, f"alert_ids[{index}]: no alert {value}")

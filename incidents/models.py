@@ -14,6 +14,12 @@ from django.utils import timezone
 from correlate.events import occurrence_key
 
 
+def storable_id(value: int) -> bool:
+    """Whether an id a client sent can name a row: ids are 64-bit. A bigger one names nothing
+    (PostgreSQL compares it and finds no row; SQLite's driver raised OverflowError, a 500)."""
+    return 0 < value < 2**63
+
+
 def token_digest(token: str) -> str:
     """SHA-256, not a password hash: tokens are long random strings, and a password hash would
     cost ~0.4 s on every webhook request."""

@@ -14,7 +14,7 @@ from django.db import IntegrityError, connections, router
 from django.db.models.signals import post_delete, post_save
 from rest_framework.authtoken.models import Token
 
-from incidents.models import Integration, token_digest
+from incidents.models import Integration, storable_id, token_digest
 
 ROLES = ("viewer", "responder", "author", "admin")
 NAME_MAX = Integration._meta.get_field("name").max_length
@@ -53,7 +53,7 @@ def integration_authenticate(*, integration_id: int, kind: str, token: str) -> I
     match what is remembered is checked against the database, so a new token works at once;
     a disabled or deleted integration, or a replaced token, stops being accepted within that
     time (at once in the process that saved the change)."""
-    if not token:
+    if not token or not storable_id(integration_id):
         return None
     digest = token_digest(token)
     remembered = INTEGRATIONS.get(integration_id, kind)
