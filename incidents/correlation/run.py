@@ -29,7 +29,7 @@ from incidents.catalog import catalog
 from incidents.correlation.enqueue import correlation_enqueue_later, correlation_enqueue_now, note_run_finished, pending_flag
 from incidents.correlation.keys import lookback
 from incidents.correlation.state import KEPT, KeyState
-from incidents.correlation.sync import incidents_sync
+from incidents.correlation.sync import SyncScope, incidents_sync
 from incidents.evidence.collect import evidence_enqueue_for_changes
 from incidents.gc_pause import freeze_run_survivors, gc_paused
 from incidents.models import Alert, CorrelationLock, Decision, Incident
@@ -176,30 +176,35 @@ def delta_run(key: str, state: KeyState, current: Catalog, limit: int | None) ->
     if state.relabelled(fresh):
         return None, None, "a known alert's labels changed", False
     changed = state.add(fresh, [engine_alert(row) for row in fresh], hold_big_rankings=defers_ranking())
-    result, rows = state.affected(changed, fresh)
-    if not still_stored(rows):
+    result, scope = state.affected(changed, fresh)
+    if not still_stored(scope.previous):
         return None, None, "alerts or incidents deleted", False
-    before = {row.key: row.incident_id for row in rows}
-    touched = incidents_sync(key=key, rows=rows, result=result)
-    state.note_moves(rows, before)
+    touched = incidents_sync(key=key, scope=scope, result=result)
+    state.note_moves(scope.moves)
     return touched, state, None, more
 
 
-def still_stored(rows: list[Alert]) -> bool:
-    """The rows and incidents a delta run is about to write are all still in the database: alerts
-    or incidents deleted by hand (the admin, a shell) make the kept state stale."""
-    alert_ids = [row.pk for row in rows]
-    incident_ids = sorted({row.incident_id for row in rows if row.incident_id})
-    return count_stored(Alert, alert_ids) == len(alert_ids) and count_stored(Incident, incident_ids) == len(incident_ids)
+def still_stored(previous: dict[int, set[str]]) -> bool:
+    """The stored incidents a delta run is about to read and write are all still in the
+    database, each with as many alerts as the kept state holds in it: alerts or incidents
+    deleted by hand (the admin, a shell) make the kept state stale. The other rows it writes are
+    the new alerts, just read. Counted per incident rather than by alert id: a storm's incident
+    holds thousands of alerts, and sending all their ids on every run cost as much as the rest of
+    the check."""
+    incident_ids = sorted(previous)
+    if not incident_ids:
+        return True
+    held = sum(len(keys) for keys in previous.values())
+    return count_stored(Incident, "id", incident_ids) == len(incident_ids) and count_stored(Alert, "incident_id", incident_ids) == held
 
 
-def count_stored(model, ids: list[int]) -> int:
-    if not ids:
-        return 0
+def count_stored(model, column: str, ids: list[int]) -> int:
+    """How many rows of `model` have `column` (an id column) among `ids`."""
     if connection.vendor != "postgresql":
-        return model.objects.filter(pk__in=ids).count()
-    with connection.cursor() as cursor:  # one array parameter instead of thousands of placeholders
-        cursor.execute(f"SELECT count(*) FROM {connection.ops.quote_name(model._meta.db_table)} WHERE id = ANY(%s)", [ids])
+        return model.objects.filter(**{f"{column}__in": ids}).count()
+    quote = connection.ops.quote_name
+    with connection.cursor() as cursor:  # one array parameter instead of a placeholder per id
+        cursor.execute(f"SELECT count(*) FROM {quote(model._meta.db_table)} WHERE {quote(column)} = ANY(%s)", [ids])
         return cursor.fetchone()[0]
 
 
@@ -220,8 +225,9 @@ def window_run(key: str, since: datetime | None, current: Catalog, limit: int | 
     decisions = list(Decision.objects.filter(correlation_key=key))
     correlator = Correlator(current, [engine_decision(d) for d in decisions])
     result = correlator.add_many([engine_alert(row) for row in rows])
-    touched = incidents_sync(key=key, rows=rows, result=result)
-    state = KeyState.from_window(correlator, current, since, tuple(d.pk for d in decisions), rows)
+    scope = SyncScope.of_rows(rows)
+    touched = incidents_sync(key=key, scope=scope, result=result)
+    state = KeyState.from_window(correlator, current, since, tuple(d.pk for d in decisions), rows, scope.written)
     state.note_ranked(incident.id for incident in result)
     return touched, state, more
 

@@ -18,8 +18,9 @@ from __future__ import annotations
 
 import threading
 from time import monotonic
-from collections import OrderedDict, defaultdict
+from collections import Counter, OrderedDict, defaultdict
 from dataclasses import dataclass, field
+from operator import attrgetter
 from datetime import datetime, timedelta
 
 from django.conf import settings
@@ -27,8 +28,11 @@ from django.conf import settings
 from correlate.catalog import Catalog
 from correlate.engine import Correlator
 from correlate.results import Incident as EngineIncident
+from correlate.results import Member
+from incidents.correlation.sync import SyncScope
 from incidents.models import Alert
 
+_KEY = attrgetter("key")
 MAX_KEPT_KEYS = 256
 # An incident this big is ranked (edges, chain, root candidates) at most every RANK_EVERY_SECONDS
 # by a worker's runs; its members are written on every run. In bench/ingest's storm one incident
@@ -49,14 +53,15 @@ class KeyState:
     decisions: tuple[int, ...]
     rows: dict[str, Alert]  # by occurrence key: every alert the correlator holds
     members: dict[int, set[str]] = field(default_factory=lambda: defaultdict(set))  # stored incident -> alert keys
+    written: dict[str, Member] = field(default_factory=dict)  # alert key -> the engine member its row was last written from
     token: str = ""
     ranked_at: dict[str, float] = field(default_factory=dict)  # engine incident id -> when last ranked (monotonic)
     unranked: set[str] = field(default_factory=set)  # engine incident ids whose ranking was held back
 
     @classmethod
     def from_window(cls, correlator: Correlator, catalog: Catalog, since: datetime, decisions: tuple[int, ...],
-                    rows: list[Alert]) -> "KeyState":
-        state = cls(correlator, catalog, since, decisions, {row.key: row for row in rows})
+                    rows: list[Alert], written: dict[str, Member]) -> "KeyState":
+        state = cls(correlator, catalog, since, decisions, {row.key: row for row in rows}, written=written)
         for row in rows:
             if row.incident_id:
                 state.members[row.incident_id].add(row.key)
@@ -134,48 +139,56 @@ class KeyState:
         first = min(self.ranked_at[incident_id] for incident_id in self.unranked)  # a held one was ranked before
         return max(0.0, first + RANK_EVERY_SECONDS - now)
 
-    def affected(self, changed: list[EngineIncident], fresh: list[Alert]) -> tuple[list[EngineIncident], list[Alert]]:
-        """The incidents and rows a sync must see so that writing them alone is the same as writing
-        the whole window: every stored incident any of them belongs to comes in whole, and with
-        it the engine incident of each of its alerts (an incident the engine split or emptied)."""
-        incidents = {incident.id: incident for incident in changed}
-        in_result = {member.key for incident in changed for member in incident.members}
-        seen: set[str] = set()
-        stored_seen: set[int] = set()
-        pending = list(in_result) + [row.key for row in fresh]
-        while pending:
-            key = pending.pop()
-            if key in seen:
-                continue
-            seen.add(key)
-            row = self.rows.get(key)
-            if row is not None and row.incident_id and row.incident_id not in stored_seen:
-                stored_seen.add(row.incident_id)
-                pending.extend(self.members.get(row.incident_id, ()))
-            if key not in in_result:
-                incident = self.correlator.incident_of(key)
-                if incident is not None and incident.id not in incidents:
-                    incidents[incident.id] = incident
-                    for member in incident.members:
-                        in_result.add(member.key)
-                        pending.append(member.key)
-        rows = sorted((self.rows[key] for key in seen if key in self.rows), key=lambda row: (row.starts_at, row.id))
-        return list(incidents.values()), rows
+    def affected(self, changed: list[EngineIncident], fresh: list[Alert]) -> tuple[list[EngineIncident], SyncScope]:
+        """The incidents a sync must write, and what it must know of the stored rows, so that
+        writing them alone is the same as writing the whole window: every stored incident any of
+        them (or a new row) belongs to comes in whole, and with it the engine incident of each of
+        its alerts, and of each new row (an incident the engine split or emptied, or the
+        unchanged incident of a known alert that came again).
 
-    def note_moves(self, rows: list[Alert], before: dict[str, int | None]) -> None:
+        A stored incident whose alerts the incidents already hold all of (the usual case: it only
+        grew) is known so from the counts of `SyncScope.overlap`, without a pass over its rows."""
+        scope = SyncScope(self.rows, {}, fresh, self.written)
+        incidents: dict[str, EngineIncident] = {}
+        in_result: set[str] = set()
+        held_in: Counter = Counter()  # stored incident -> how many of its alerts the incidents hold
+        stored = {row.incident_id for row in fresh if row.incident_id}
+        expanded: set[int] = set()
+        pending = list(changed)
+        outside = [row.key for row in fresh]
+        while pending or outside:
+            for incident in pending:
+                if incident.id not in incidents:
+                    incidents[incident.id] = incident
+                    in_result.update(map(_KEY, incident.members))
+                    counts = scope.overlap(incident)
+                    held_in.update(counts)
+                    stored.update(incident_id for incident_id in counts if incident_id)
+            for incident_id in sorted(stored - expanded):
+                if held_in[incident_id] < len(self.members.get(incident_id, ())):
+                    expanded.add(incident_id)
+                    outside.extend(sorted(self.members[incident_id] - in_result))
+            pending = []
+            for key in outside:
+                if key not in in_result:
+                    incident = self.correlator.incident_of(key)
+                    if incident is not None and incident.id not in incidents:
+                        pending.append(incident)
+            outside = []
+        scope.previous = {incident_id: self.members[incident_id] for incident_id in sorted(stored) if incident_id in self.members}
+        return list(incidents.values()), scope
+
+    def note_moves(self, moves: list[tuple[str, int | None, int | None]]) -> None:
         """Follow the rows a sync moved from one stored incident to another."""
-        for row in rows:
-            old = before.get(row.key)
-            if old == row.incident_id:
-                continue
+        for key, old, new in moves:
             if old:
                 keys = self.members.get(old)
                 if keys is not None:
-                    keys.discard(row.key)
+                    keys.discard(key)
                     if not keys:
                         del self.members[old]
-            if row.incident_id:
-                self.members[row.incident_id].add(row.key)
+            if new:
+                self.members[new].add(key)
 
 
 class KeptStates:

@@ -4,10 +4,14 @@ nothing. Stored incident ids stay stable across runs (see `assign_identities`)."
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from operator import attrgetter, methodcaller
 
 from django.utils import timezone
 
 from correlate.results import Incident as EngineIncident
+from correlate.results import Member
 from incidents.correlation.bulk import rows_delete, rows_insert, rows_update
 from incidents.models import Alert, Decision, Incident, IncidentEdge, RootCandidate
 
@@ -20,21 +24,60 @@ SEVERITY_ORDER = ("info", "warning", "critical")
 ALERT_SYNC_FIELDS = ("incident_id", "layer", "failure_mode", "classified_by", "onset", "false_positive")
 
 
-def incidents_sync(*, key: str, rows: list[Alert], result: list[EngineIncident]) -> list[int]:
-    by_key = {row.key: row for row in rows}
+@dataclass(eq=False)
+class SyncScope:
+    """What a sync knows of the stored alerts besides the engine's incidents.
+
+    A run from the window passes every row it read (`of_rows`); a run from a kept state passes
+    the state's own tables, so that what a sync does per alert follows the alerts that changed,
+    not the size of the incidents they joined."""
+
+    by_key: Mapping[str, Alert]  # every row an incident of the result holds (more is fine)
+    previous: Mapping[int, set[str]]  # every stored incident the result may change -> keys of all its rows
+    new_rows: list[Alert]  # rows not yet correlated: written even where nothing else changed
+    written: dict[str, Member] = field(default_factory=dict)  # row key -> the engine member its row was last written from
+    moves: list[tuple[str, int | None, int | None]] = field(default_factory=list)  # (row key, from, to) written
+    _overlaps: dict[str, tuple[EngineIncident, Counter]] = field(default_factory=dict)
+
+    @classmethod
+    def of_rows(cls, rows: list[Alert]) -> "SyncScope":
+        previous: dict[int, set[str]] = defaultdict(set)
+        for row in rows:
+            if row.incident_id:
+                previous[row.incident_id].add(row.key)
+        return cls({row.key: row for row in rows}, previous, [row for row in rows if not row.correlated])
+
+    def rows_of(self, engine_incident: EngineIncident) -> list[Alert]:
+        """The stored rows of an engine incident's members, in the engine's order."""
+        return list(map(self.by_key.__getitem__, map(_KEY, engine_incident.members)))
+
+    def overlap(self, engine_incident: EngineIncident) -> Counter:
+        """How many of an engine incident's members each stored incident holds (None: in none),
+        as the rows stand before this sync writes them; counted once per incident (in C: a
+        storm's incident holds thousands of alerts)."""
+        known = self._overlaps.get(engine_incident.id)
+        if known is None or known[0] is not engine_incident:
+            counts = Counter(map(_INCIDENT_ID, self.rows_of(engine_incident)))
+            known = self._overlaps[engine_incident.id] = (engine_incident, counts)
+        return known[1]
+
+
+_KEY = attrgetter("key")
+_ALERTNAME = attrgetter("alertname")
+_INCIDENT_ID = attrgetter("incident_id")
+
+
+def incidents_sync(*, key: str, scope: SyncScope, result: list[EngineIncident]) -> list[int]:
+    by_key = scope.by_key
     result = sorted(result, key=lambda incident: (incident.started_at, incident.id))
-    previous = defaultdict(set)
-    for row in rows:
-        if row.incident_id:
-            previous[row.incident_id].add(row.id)
-    assigned = assign_identities(result, by_key, previous, key)
+    assigned = assign_identities(result, scope, key)
     stored = StoredDetails.load([assigned[incident.id].pk for incident in result if incident.ranked])
     details = DetailWrites()
     saves = IncidentSaves()
     touched: list[int] = []
     for engine_incident in result:
         incident = assigned[engine_incident.id]
-        members = [by_key[member.key] for member in engine_incident.members if member.key in by_key]
+        members = scope.rows_of(engine_incident)
         changed = saves.add(incident, incident_changes(incident, engine_incident, members, by_key))
         if engine_incident.ranked:  # else the stored edges and candidates stay until it is ranked
             changed = details.edges(incident, engine_incident, by_key, stored.edges.get(incident.pk, [])) or changed
@@ -43,8 +86,8 @@ def incidents_sync(*, key: str, rows: list[Alert], result: list[EngineIncident])
             touched.append(incident.pk)
     saves.flush()
     details.flush()
-    alerts_write(rows, result, assigned, by_key)
-    retire_emptied(previous, assigned, rows)
+    alerts_write(scope, result, assigned)
+    retire_emptied(scope, assigned)
     return touched
 
 
@@ -71,21 +114,20 @@ class StoredDetails:
         return cls(edges, candidates)
 
 
-def assign_identities(result: list[EngineIncident], by_key: dict[str, Alert], previous: dict[int, set[int]], key: str) -> dict[str, Incident]:
+def assign_identities(result: list[EngineIncident], scope: SyncScope, key: str) -> dict[str, Incident]:
     """Keep incident ids stable across runs: each engine incident takes the stored incident it
     shares most alerts with (largest overlaps first, older incidents on ties); the rest are new.
     A part split off by a person is the new one, however big: the incident people acted on (its
     acknowledgement, owner, notes) stays with the alerts they kept in it."""
-    merged_away = set(Incident.objects.filter(pk__in=list(previous), merged_into__isnull=False).values_list("pk", flat=True))
-    stored_in = {alert_id: incident_id for incident_id, alert_ids in previous.items() if incident_id not in merged_away
-                 for alert_id in alert_ids}
+    merged_away = set(Incident.objects.filter(pk__in=list(scope.previous), merged_into__isnull=False).values_list("pk", flat=True))
     overlaps = []
     for engine_incident in result:
-        # One pass over its members: a storm's run holds incidents of thousands of alerts, and
-        # intersecting each with every stored incident cost incidents x stored set operations.
-        shared_with = Counter(stored_in.get(by_key[m.key].id) for m in engine_incident.members if m.key in by_key)
-        shared_with.pop(None, None)
-        overlaps.extend([False, -shared, incident_id, engine_incident.id] for incident_id, shared in shared_with.items())
+        # Counted once per member (`SyncScope.overlap`): a storm's run holds incidents of
+        # thousands of alerts, and intersecting each with every stored incident cost incidents x
+        # stored set operations.
+        overlaps.extend([False, -shared, incident_id, engine_incident.id]
+                        for incident_id, shared in scope.overlap(engine_incident).items()
+                        if incident_id in scope.previous and incident_id not in merged_away)
     if len({incident_id for *_, incident_id, _ in overlaps}) < len(overlaps):  # a stored incident now in parts
         split_off = split_off_parts(result, key)
         for overlap in overlaps:
@@ -124,8 +166,8 @@ def incident_changes(incident: Incident, engine_incident: EngineIncident, member
                      by_key: dict[str, Alert]) -> list[str]:
     """Set on `incident` what the engine's answer changes; returns the names of the fields changed."""
     values = {
-        "started_at": min(row.starts_at for row in members),
-        "last_alert_at": max(row.starts_at for row in members),
+        "started_at": engine_incident.started_at,  # its earliest member's start
+        "last_alert_at": max(map(_STARTS_AT, members)),
         "ranking_held": not engine_incident.ranked,  # its details wait for the ranking (KeyState.rank_now)
     }
     if engine_incident.ranked or not incident.title:
@@ -181,7 +223,7 @@ def incident_title(engine_incident: EngineIncident, scope: dict[str, str], root_
     lead = root_row or members[0]
     where = scope.get("deployment") or scope.get("model") or scope.get("pod") or scope.get("node") \
         or scope.get("namespace") or scope.get("cluster", "")
-    alertnames = {member.key: member.alertname for member in engine_incident.members}
+    alertnames = dict(zip(map(_KEY, engine_incident.members), map(_ALERTNAME, engine_incident.members)))
     names: list[str] = []
     for key in engine_incident.chain:
         name = alertnames.get(key)
@@ -193,10 +235,17 @@ def incident_title(engine_incident: EngineIncident, scope: dict[str, str], root_
     return (f"{headline} on {where}" if where else headline)[:500]
 
 
+_STARTS_AT = attrgetter("starts_at")
+_ENDS_AT = attrgetter("ends_at")
+_STATUS = attrgetter("status")
+_LABELS = attrgetter("labels")
+_SEVERITY_LABEL = methodcaller("get", "severity", "")
+
+
 def severity_of(members: list[Alert]) -> str:
     """The highest of the members' severities, each label value read once (a storm's incident
     holds thousands of alerts with a handful of values, and every run of its key passes them all)."""
-    values = {row.labels.get("severity", "") for row in members}
+    values = set(map(_SEVERITY_LABEL, map(_LABELS, members)))
     levels = {SEVERITY_WORDS.get(str(value).strip().lower(), "warning") for value in values}
     return max(levels, key=SEVERITY_ORDER.index) if levels else "warning"
 
@@ -206,11 +255,11 @@ def status_from_alerts(incident: Incident, members: list[Alert]) -> dict:
     unless a person resolved or reopened it: then people decide."""
     if incident.resolved_by_human or incident.reopened_by_human:
         return {}
-    firing = any(row.status == Alert.Status.FIRING for row in members)
+    firing = Alert.Status.FIRING in set(map(_STATUS, members))
     resolved_at = None
     if not firing:
-        ends = [row.ends_at for row in members if row.ends_at]
-        resolved_at = max(ends) if ends else max(row.starts_at for row in members)
+        ends = [end for end in map(_ENDS_AT, members) if end]
+        resolved_at = max(ends) if ends else max(map(_STARTS_AT, members))
     if resolved_at == incident.resolved_at:
         return {}
     previous, incident.resolved_at = incident.resolved_at, resolved_at
@@ -274,40 +323,70 @@ class DetailWrites:
         rows_insert(RootCandidate, self.candidates_new)
 
 
-def alerts_write(rows: list[Alert], result: list[EngineIncident], assigned: dict[str, Incident], by_key: dict[str, Alert]) -> None:
-    """Write only the alerts whose incident or classification changed (compared as tuples: a
-    storm's incidents hold thousands of rows, and every run of their key passes them all)."""
-    members = {}
+def alerts_write(scope: SyncScope, result: list[EngineIncident], assigned: dict[str, Incident]) -> None:
+    """Write only the alerts whose incident or classification changed. A row last written from
+    the very member object the engine gives again (the engine keeps a member until its alert
+    changes), in the same incident, is unchanged and skipped at the cost of two comparisons: a
+    storm's incidents hold thousands of rows, and every run of their key passes them all."""
+    by_key, written = scope.by_key, scope.written
+    changed: list[Alert] = []
     for engine_incident in result:
         incident_id = assigned[engine_incident.id].id
         for member in engine_incident.members:
-            members[member.key] = (incident_id, member)
-    changed = []
-    for row in rows:
-        incident_id, member = members.get(row.key, (None, None))
-        stored = (row.incident_id, row.layer, row.failure_mode, row.classified_by, row.onset, row.false_positive)
-        if member is None:
-            wanted = (None, *stored[1:])
-        else:
-            wanted = (incident_id, member.layer, member.failure_mode, member.classified_by, member.onset, member.false_positive)
-        if row.correlated and wanted == stored:
-            continue
-        row.incident_id, row.layer, row.failure_mode, row.classified_by, row.onset, row.false_positive = wanted
-        row.correlated = True
-        changed.append(row)
+            row = by_key[member.key]
+            if written.get(member.key) is member and row.incident_id == incident_id and row.correlated:
+                continue
+            written[member.key] = member
+            alert_write(scope, row, (incident_id, member.layer, member.failure_mode, member.classified_by,
+                                     member.onset, member.false_positive), changed)
+    for row in rows_in_no_incident(scope, result):
+        written.pop(row.key, None)
+        alert_write(scope, row, (None, row.layer, row.failure_mode, row.classified_by, row.onset, row.false_positive), changed)
     rows_update(Alert, changed, [*ALERT_SYNC_FIELDS, "correlated"])
 
 
-def retire_emptied(previous: dict[int, set[int]], assigned: dict[str, Incident], rows: list[Alert]) -> None:
+def alert_write(scope: SyncScope, row: Alert, wanted: tuple, changed: list[Alert]) -> None:
+    """Set `wanted` (the values of ALERT_SYNC_FIELDS) on `row`, marked correlated, and add it to
+    `changed` unless it already held all that."""
+    stored = (row.incident_id, row.layer, row.failure_mode, row.classified_by, row.onset, row.false_positive)
+    if row.correlated and wanted == stored:
+        return
+    if wanted[0] != row.incident_id:
+        scope.moves.append((row.key, row.incident_id, wanted[0]))
+    row.incident_id, row.layer, row.failure_mode, row.classified_by, row.onset, row.false_positive = wanted
+    row.correlated = True
+    changed.append(row)
+
+
+def rows_in_no_incident(scope: SyncScope, result: list[EngineIncident]) -> list[Alert]:
+    """Rows of the scope that no incident of the result holds: a stored incident's rows that
+    its engine incidents no longer hold (excluded, or a part the engine gave up), and new rows
+    in no incident. Called after the members are written: a new row the result holds is no
+    longer uncorrelated, and a stored incident whose overlaps add up to its size (the usual
+    case: it only grew) has no such row, found without a pass over its rows."""
+    left = [row for row in scope.new_rows if not row.correlated and not row.incident_id]
+    held_in: Counter = Counter()
+    for engine_incident in result:
+        held_in.update(scope.overlap(engine_incident))
+    short = [incident_id for incident_id, keys in scope.previous.items() if held_in[incident_id] < len(keys)]
+    if short:
+        in_result = {member.key for engine_incident in result for member in engine_incident.members}
+        for incident_id in short:
+            left.extend(scope.by_key[key] for key in sorted(scope.previous[incident_id]) if key not in in_result)
+    return left
+
+
+def retire_emptied(scope: SyncScope, assigned: dict[str, Incident]) -> None:
     """A stored incident left without alerts was folded into another by the engine (an alert
     linked them) or emptied by a decision: one with human actions is kept, marked as merged into
-    the incident that took most of its alerts; one nobody touched is deleted."""
+    the incident that took most of its alerts (on ties, that of its first stored alert); one
+    nobody touched is deleted."""
     live = {incident.pk for incident in assigned.values()}
-    row_by_id = {row.pk: row for row in rows}
-    for incident_id, alert_ids in previous.items():
+    for incident_id, keys in scope.previous.items():
         if incident_id in live:
             continue
-        successors = Counter(row_by_id[a].incident_id for a in alert_ids if a in row_by_id and row_by_id[a].incident_id)
+        rows = sorted((scope.by_key[key] for key in keys), key=lambda row: row.pk)
+        successors = Counter(row.incident_id for row in rows if row.incident_id)
         incident = Incident.objects.filter(pk=incident_id).first()
         if incident is None:
             continue

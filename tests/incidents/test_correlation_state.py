@@ -155,6 +155,21 @@ def test_incidents_deleted_by_hand_make_the_next_run_rebuild(fleet, make_integra
     assert snapshot() == expected
 
 
+def test_an_alert_deleted_by_hand_makes_the_next_run_of_its_incident_rebuild(fleet, make_integration, runs):
+    """A run from the kept state counts the alerts stored in the incidents it writes, rather than
+    looking up each by id: one deleted (the admin, a shell) must still make the run rebuild."""
+    replay(fleet, make_integration, stop_after=60)
+    biggest = biggest_incident()
+    key, members = biggest.correlation_key, list(biggest.alerts.order_by("starts_at"))
+    assert len(members) >= 3
+    rerun(key, runs, members)
+    assert rerun(key, runs, members[-1:]) == "kept state"
+    Alert.objects.filter(pk=members[1].pk).delete()
+    assert rerun(key, runs, members[-1:]) == "window"
+    assert rerun(key, runs, members[-1:]) == "kept state"
+    assert set(Incident.objects.get(pk=biggest.pk).alerts.values_list("pk", flat=True)) == {a.pk for a in members} - {members[1].pk}
+
+
 def test_a_rolled_back_run_leaves_no_state_behind(fleet, make_integration, runs):
     replay(fleet, make_integration, stop_after=40)
     key = busiest_key()
