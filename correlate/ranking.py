@@ -153,13 +153,16 @@ def _kin_explaining(starts: set[int], members: list[Member], graph: _Graph,
         neighbours.setdefault(a, []).append(b)
         neighbours.setdefault(b, []).append(a)
     causes = set(graph.causes)
-    found: dict[str, tuple[Member, list[Edge]]] = {}
+    kin_of: dict[int, int] = {}
     for start in starts:
         component = _linked_to(start, neighbours)
         kin = min((n for n in component if n in causes and n != start), default=None)  # members are in onset order
         if kin is not None:
-            found[members[start].key] = (members[kin], _outgoing_of({kin}, members, graph)[members[kin].key])
-    return found
+            kin_of[start] = kin
+    if not kin_of:
+        return {}
+    outgoing = _outgoing_of(set(kin_of.values()), members, graph)  # one pass over the edges for them all
+    return {members[start].key: (members[kin], outgoing[members[kin].key]) for start, kin in kin_of.items()}
 
 
 def _linked_to(start: int, neighbours: dict[int, list[int]]) -> set[int]:
@@ -226,7 +229,7 @@ class _Reachability:
             root = component[i]
             while component[root] != root:
                 root = component[root]
-            component[i] = root
+            _point_path_at(component, i, root)
         size = [0] * len(component)
         for root in component:
             size[root] += 1
@@ -258,6 +261,16 @@ class _Reachability:
                     seen.add(other)
                     stack.append(other)
         return total - 1
+
+
+def _point_path_at(parent: list[int], start: int, root: int) -> None:
+    """Every node on the path from `start` up to its `root` points at the root directly.
+
+    Unions are not balanced, so a big component can be one long chain; without this, finding
+    each member's root walks the rest of the chain again (quadratic in the component's size).
+    """
+    while parent[start] != root:
+        parent[start], start = root, parent[start]
 
 
 def _best_incoming(graph: _Graph, depth: list[int]) -> tuple[Edge, ...]:

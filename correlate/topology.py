@@ -461,9 +461,7 @@ def _other_models(a: Scope, b: Scope) -> bool:
     ('llama-405b-0', 'llama-405b-0-1'), numbered deployments of one model ('llama-3-8b-0',
     'llama-3-8b-1'), as the stem alone related them before.
     """
-    names_a = {gateway_key(v) for v in (a.deployment, a.model, a.route) if v}
-    names_b = {gateway_key(v) for v in (b.deployment, b.model, b.route) if v}
-    if not names_a.isdisjoint(names_b):
+    if not _model_names(a.deployment, a.model, a.route).isdisjoint(_model_names(b.deployment, b.model, b.route)):
         return False
     if a.model and b.model:
         return _unnumbered(gateway_key(a.model)) != _unnumbered(gateway_key(b.model))
@@ -472,9 +470,16 @@ def _other_models(a: Scope, b: Scope) -> bool:
     return _unnumbered(gateway_key(a.deployment)) != _unnumbered(gateway_key(b.deployment))
 
 
+@lru_cache(maxsize=65536)
+def _model_names(deployment: str, model: str, route: str) -> frozenset[str]:
+    """The gateway keys of a scope's workload, model and route names (those it has)."""
+    return frozenset(gateway_key(v) for v in (deployment, model, route) if v)
+
+
 _TRAILING_NUMBERS = re.compile(r"(?:-\d+)+$")
 
 
+@lru_cache(maxsize=65536)
 def _unnumbered(name: str) -> str:
     """'llama-405b-0-1' -> 'llama-405b'; 'llama-3-8b-instruct' stays as it is."""
     return _TRAILING_NUMBERS.sub("", name)
