@@ -59,3 +59,14 @@ def api(client):
         return client.post(path, json.dumps(body), content_type="application/json")
 
     return call
+
+
+@pytest.fixture
+def incident(make_integration, deliver):
+    """The canonical cascade delivered through the webhook: the incident its OOM kill landed in."""
+    from incidents.models import Alert
+
+    integration = make_integration()
+    for alert in cascade():
+        assert deliver(integration, am_body(alert)).status_code == 202
+    return Alert.objects.get(alertname="LLMContainerOOMKilled").incident

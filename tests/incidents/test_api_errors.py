@@ -12,14 +12,6 @@ from tests.incidents.conftest import DAY, am_body, cascade
 pytestmark = pytest.mark.django_db
 
 
-@pytest.fixture
-def incident(make_integration, deliver) -> Incident:
-    integration = make_integration()
-    for alert in cascade():
-        assert deliver(integration, am_body(alert)).status_code == 202
-    return Alert.objects.get(alertname="LLMContainerOOMKilled").incident
-
-
 def error_of(response, status: int, fragment: str) -> str:
     assert response.status_code == status, (response.status_code, response.content[:300])
     assert response["Content-Type"].startswith("application/json")

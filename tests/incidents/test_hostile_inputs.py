@@ -51,14 +51,6 @@ def error_of(response, status: int | tuple[int, ...], fragment: str = "") -> str
     return body["error"]
 
 
-@pytest.fixture
-def incident(make_integration, deliver) -> Incident:
-    integration = make_integration()
-    for alert in cascade():
-        assert deliver(integration, am_body(alert)).status_code == 202
-    return Alert.objects.get(alertname="LLMContainerOOMKilled").incident
-
-
 # Webhooks: what the body corpus of tests/ingest leaves out ---------------------------------
 
 GOOD_BODY = am_body(am_alert("VLLMKVCacheHigh", f"{DAY}T02:00:00Z", pod="vllm-0", cluster="c1"))
