@@ -157,6 +157,11 @@ def expect_object(value: Any, path: str) -> dict:
     return value
 
 
+def storable(text: str) -> str:
+    """`text` with each character PostgreSQL cannot store (NUL, a lone surrogate) as U+FFFD."""
+    return _UNSTORABLE.sub("\ufffd", text)
+
+
 def clean_text(value: Any, path: str, *, limit: int, truncate: bool = False) -> str:
     """A string a database and a page can hold: no NUL, no lone surrogate, bounded length.
 
@@ -166,7 +171,7 @@ def clean_text(value: Any, path: str, *, limit: int, truncate: bool = False) -> 
     if not isinstance(value, str):
         raise FieldError(path, f"expected a string, got {type_name(value)}")
     if truncate:
-        value = _UNSTORABLE.sub("\ufffd", value)
+        value = storable(value)
     if "\x00" in value:
         raise FieldError(path, "contains a NUL character")
     if _UNSTORABLE.search(value):

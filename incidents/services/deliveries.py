@@ -11,7 +11,6 @@ import atexit
 import hashlib
 import logging
 import os
-import re
 import threading
 import time
 import weakref
@@ -29,6 +28,7 @@ from django.utils import timezone
 from incidents.correlation import correlation_enqueue, correlation_key_of
 from incidents.gc_pause import gc_paused
 from incidents.ingest import ParsedAlert, PayloadError, parser_for
+from incidents.ingest.common import storable
 from incidents.models import Delivery, Integration
 from incidents.services.alerts import View, alerts_upsert, split_by_handling, upsert_views
 from incidents.services.integrations import RootlineError
@@ -64,13 +64,6 @@ def safe_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
         lower = storable(name.lower()[:256])
         kept[lower] = "[redacted]" if lower in REDACTED_HEADERS else storable(value[:1024])
     return kept
-
-
-_UNSTORABLE = re.compile("[\x00\ud800-\udfff]")
-
-
-def storable(text: str) -> str:
-    return _UNSTORABLE.sub("\ufffd", text)
 
 
 def delivery_receive(
