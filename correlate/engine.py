@@ -413,7 +413,7 @@ class _Partition:
         # Per earlier mode's number: the widest gap to x's mode, what a pair could still add (on
         # any scopes, and on no common pod/GPU/node), whether the two differ, and whether the mode
         # can link to x's beyond one pod/GPU/node; and the scan's reach back in time.
-        windows, needs, apart_needs, local_only, wide_mode, all_modes, reach = engine._scan_tables(x_mode)
+        windows, needs, apart_needs, local_only, wide_mode, all_modes, reach, tight_only = engine._scan_tables(x_mode)
         # Indexed alerts are never changes, so no earlier alert beyond the widest gap any
         # non-change mode has to x's mode can link (link() checks that gap first).
         horizon = x_t - reach
@@ -527,6 +527,9 @@ class _Partition:
                                 y_nodes, y_gpus = self._placement(y, x_t)
                         else:
                             y_nodes, y_gpus = y.nodes, y.gpus
+                    if tight_only[y.mode_id] and y.scope.pod != x_pod and (
+                            not y_gpus or not x_gpus or y_gpus.isdisjoint(x_gpus)):
+                        continue  # no rule links the two modes, and the pair shares no pod nor GPU
                     found = link(y, x, y_nodes, y_gpus, dt)
                     if found:
                         root = self.find(y.key)
@@ -1125,9 +1128,17 @@ class Correlator:
         if found is None or len(found[0]) != len(_MODE_IDS):
             wide = self._wide_modes_for(later)
             reach = self._reach_by_later.get(later, min(self.tight_window, self.window))
-            found = self._tables[later] = (self._windows_for(later), self._needs_for(later), self._apart_needs_for(later),
-                                           self._local_rules_for(later), wide, [True] * len(_MODE_IDS), reach)
+            needs = self._needs_for(later)
+            found = self._tables[later] = (self._windows_for(later), needs, self._apart_needs_for(later),
+                                           self._local_rules_for(later), wide, [True] * len(_MODE_IDS), reach,
+                                           self._tight_only_for(needs))
         return found
+
+    @staticmethod
+    def _tight_only_for(needs: list[tuple[float, bool, bool]]) -> list[bool]:
+        """Per earlier mode's number: whether only one pod or one GPU can link it with the later
+        mode (no rule either way, two modes): `_link` of such a pair on neither finds nothing."""
+        return [need == (-1.0, False, False) for need in needs]
 
     def _windows_for(self, later: str) -> list[float]:
         """Per earlier mode's number, the widest gap to `later` (tight window for unknown pairs)."""
