@@ -6,7 +6,7 @@ from django.core.cache import cache
 from django.db import DatabaseError
 
 from incidents import correlation, replay, services
-from incidents.evidence.collect import evidence_collect
+from incidents.evidence.collect import evidence_collect, evidence_collect_now
 from incidents.models import Incident
 
 
@@ -87,17 +87,21 @@ def correlate_key(key: str, held_ranking: bool = False) -> None:
     max_retries=5,
     ignore_result=True,
 )
-def collect_evidence(incident_id: int) -> None:
-    """Copy the series around an incident into its evidence; Prometheus trouble becomes a gap, not a retry."""
+def collect_evidence(incident_id: int, waited: int = 0) -> None:
+    """Copy the series around an incident into its evidence; Prometheus trouble becomes a gap, not a retry.
+    While its cluster's alerts wait for correlation, the collection waits too (`evidence_collect_now`;
+    `waited`: seconds it has waited so far)."""
     if not Incident.objects.filter(pk=incident_id).exists():
         return
-    evidence_collect(incident_id=incident_id)
+    if evidence_collect_now([incident_id], waited=waited):
+        evidence_collect(incident_id=incident_id)
 
 
 @shared_task(name="incidents.collect_evidence_each", ignore_result=True)
-def collect_evidence_each(incident_ids: list[int]) -> None:
+def collect_evidence_each(incident_ids: list[int], waited: int = 0) -> None:
     """Queue a collection of each incident, on the evidence worker: a correlation run that opened
     or grew hundreds of incidents sends this one message instead of a task per incident
-    (`evidence_enqueue_now`); each collection is still its own task, retried on its own."""
-    for incident_id in incident_ids:
+    (`evidence_enqueue_now`); each collection is still its own task, retried on its own. Those
+    whose cluster's alerts wait for correlation go back in the queue together (`evidence_collect_now`)."""
+    for incident_id in evidence_collect_now(list(incident_ids), waited=waited):
         collect_evidence.delay(incident_id)

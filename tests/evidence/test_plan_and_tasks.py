@@ -185,3 +185,72 @@ def test_collect_evidence_each_queues_one_collection_per_incident():
     with mock.patch("incidents.tasks.collect_evidence.delay") as collect_one:
         collect_evidence_each([4, 9, 11])
     assert [call.args for call in collect_one.call_args_list] == [(4,), (9,), (11,)]
+
+
+@pytest.fixture
+def clusters(make_integration):
+    """Two clusters' incidents: gpu-a with an alert not yet correlated, gpu-b all correlated."""
+    from incidents.models import Alert, Incident
+
+    integration = make_integration()
+    made = {}
+    for key, waiting in (("gpu-a", True), ("gpu-b", False)):
+        incident = Incident.objects.create(title=key, correlation_key=key, started_at=T0, last_alert_at=T0)
+        for number, correlated in enumerate((True, not waiting)):
+            Alert.objects.create(fingerprint=f"{key}-{number}", starts_at=T0, status="firing", alertname="TargetDown",
+                                 labels={"alertname": "TargetDown", "cluster": key}, integration=integration, received_at=T0,
+                                 correlation_key=key, correlated=correlated, incident=incident if correlated else None)
+        made[key] = incident
+        cache.delete(collect.pending_flag(incident.pk))
+    return made
+
+
+@pytest.mark.django_db
+def test_a_collection_waits_while_its_cluster_has_alerts_waiting_for_correlation(settings, clusters):
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    waiting, caught_up = clusters["gpu-a"].pk, clusters["gpu-b"].pk
+    with mock.patch("incidents.tasks.evidence_collect") as collected, \
+            mock.patch("incidents.tasks.collect_evidence.apply_async") as again:
+        collect_evidence(waiting)
+        collected.assert_not_called()
+        again.assert_called_once_with((waiting,), {"waited": collect.WAIT_FOR_CORRELATION_SECONDS},
+                                      countdown=collect.WAIT_FOR_CORRELATION_SECONDS)
+        assert cache.get(collect.pending_flag(waiting)) == 1  # changes until then ride on it
+        collect_evidence(caught_up)
+        collected.assert_called_once_with(incident_id=caught_up)
+        # a cluster that never stops alerting still gets its evidence, after a bounded wait
+        collect_evidence(waiting, waited=collect.WAIT_FOR_CORRELATION_AT_MOST_SECONDS)
+        assert collected.call_args_list[-1] == mock.call(incident_id=waiting)
+        assert again.call_count == 1
+    from incidents.models import Alert
+
+    Alert.objects.filter(correlation_key="gpu-a").update(correlated=True)
+    with mock.patch("incidents.tasks.evidence_collect") as collected:
+        collect_evidence(waiting)
+    collected.assert_called_once_with(incident_id=waiting)
+    cache.delete(collect.pending_flag(waiting))
+
+
+@pytest.mark.django_db
+def test_collect_evidence_each_puts_off_the_waiting_clusters_together(settings, clusters, make_integration):
+    from incidents.models import Incident
+
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    other = Incident.objects.create(title="gpu-a too", correlation_key="gpu-a", started_at=T0, last_alert_at=T0)
+    ids = [clusters["gpu-a"].pk, clusters["gpu-b"].pk, other.pk]
+    from incidents.tasks import collect_evidence_each
+
+    with mock.patch("incidents.tasks.collect_evidence.delay") as collect_one, \
+            mock.patch("incidents.tasks.collect_evidence_each.apply_async") as again:
+        collect_evidence_each(ids, waited=20)
+    assert [call.args for call in collect_one.call_args_list] == [(clusters["gpu-b"].pk,)]
+    again.assert_called_once_with(([clusters["gpu-a"].pk, other.pk],), {"waited": 30},
+                                  countdown=collect.WAIT_FOR_CORRELATION_SECONDS)
+    for pk in ids:
+        cache.delete(collect.pending_flag(pk))
+
+
+@pytest.mark.django_db
+def test_without_a_broker_collections_never_wait(settings, clusters):
+    settings.CELERY_TASK_ALWAYS_EAGER = True
+    assert collect.evidence_collect_now([clusters["gpu-a"].pk]) == [clusters["gpu-a"].pk]
