@@ -268,9 +268,13 @@ class Incident(models.Model):
 
 
 class IncidentEdge(models.Model):
-    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="edges")
-    cause = models.ForeignKey("Alert", on_delete=models.CASCADE, related_name="+")
-    effect = models.ForeignKey("Alert", on_delete=models.CASCADE, related_name="+")
+    # Kept by Django's deletion collector, not database constraints, as an alert's references
+    # are: correlation writes edges from rows it has just read or written, and a storm's runs
+    # inserted ~90,000 of them, each row checked by three key triggers (~300,000 lookups, about
+    # a tenth of PostgreSQL's time in bench/correlate/end_to_end.py's storm).
+    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="edges", db_constraint=False)
+    cause = models.ForeignKey("Alert", on_delete=models.CASCADE, related_name="+", db_constraint=False)
+    effect = models.ForeignKey("Alert", on_delete=models.CASCADE, related_name="+", db_constraint=False)
     rule = models.CharField(max_length=200)
     lag_seconds = models.FloatField()
     relation = models.CharField(max_length=60, blank=True, default="")
@@ -280,8 +284,9 @@ class IncidentEdge(models.Model):
 
 
 class RootCandidate(models.Model):
-    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="root_candidates")
-    alert = models.ForeignKey("Alert", on_delete=models.CASCADE, related_name="+")
+    # Written with the edges, kept the same way (see IncidentEdge).
+    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="root_candidates", db_constraint=False)
+    alert = models.ForeignKey("Alert", on_delete=models.CASCADE, related_name="+", db_constraint=False)
     rank = models.PositiveSmallIntegerField()
     confidence = models.FloatField()
     explanation = models.TextField()
