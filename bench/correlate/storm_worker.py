@@ -13,7 +13,8 @@ percentiles and maximum, and the cyclic collector's collections per generation d
     .venv/bin/python bench/correlate/storm_worker.py --seconds 10        # a shorter storm
 
 It uses a fresh PostgreSQL database of its own (--db, dropped and created), on 127.0.0.1, and
-no broker (runs happen only where the bench calls them; big incidents are ranked on every run).
+no broker (runs happen only where the bench calls them; big incidents are ranked on every run, or
+at most every 5 s with --hold-rankings, as a worker with a broker ranks them).
 """
 from __future__ import annotations
 
@@ -41,6 +42,8 @@ def main() -> int:
     ap.add_argument("--every", type=int, default=40, help="bodies between rounds of runs (one run per key with new alerts)")
     ap.add_argument("--freeze", choices=["on", "off"], default="on",
                     help="on: run survivors frozen after each run (the app); off: the collector as before")
+    ap.add_argument("--hold-rankings", action="store_true",
+                    help="rank big incidents at most every 5 s, as a worker with a broker does (default: on every run)")
     ap.add_argument("--db", default="rootline_bench_worker")
     args = ap.parse_args()
 
@@ -52,6 +55,9 @@ def main() -> int:
     from incidents.models import Alert
     from incidents.tasks import process_delivery
 
+    if args.hold_rankings:  # the held rankings come due in the next round's run of the key
+        run.defers_ranking = lambda: True
+        run.correlation_enqueue_later = lambda key, seconds: None
     if args.freeze == "off":
         run.freeze_run_survivors = lambda *, state_dropped, held: None
     bodies = build_storm(rate=args.rate, seconds=args.seconds, clusters=args.clusters, body=100, seed=7, t0=time.time())
@@ -78,7 +84,7 @@ def main() -> int:
     alerts = sum(n for _, n, _ in bodies)
     run_times.sort()
     print(json.dumps({
-        "alerts": alerts, "bodies": len(bodies), "clusters": args.clusters, "every": args.every, "freeze": args.freeze,
+        "alerts": alerts, "bodies": len(bodies), "clusters": args.clusters, "every": args.every, "freeze": args.freeze, "hold_rankings": args.hold_rankings,
         "runs": len(run_times), "runs_cpu_s": round(cpu, 2), "cpu_us_per_alert": round(cpu / alerts * 1e6),
         "run_p50_ms": round(statistics.median(run_times) * 1000, 1),
         "run_p99_ms": round(run_times[min(len(run_times) - 1, int(len(run_times) * 0.99))] * 1000, 1),
