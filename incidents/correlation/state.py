@@ -53,6 +53,7 @@ class KeyState:
     decisions: tuple[int, ...]
     rows: dict[str, Alert]  # by occurrence key: every alert the correlator holds
     members: dict[int, set[str]] = field(default_factory=lambda: defaultdict(set))  # stored incident -> alert keys
+    incident_of: dict[str, int] = field(default_factory=dict)  # alert key -> its stored incident (`members` reversed)
     written: dict[str, Member] = field(default_factory=dict)  # alert key -> the engine member its row was last written from
     token: str = ""
     ranked_at: dict[str, float] = field(default_factory=dict)  # engine incident id -> when last ranked (monotonic)
@@ -65,6 +66,7 @@ class KeyState:
         for row in rows:
             if row.incident_id:
                 state.members[row.incident_id].add(row.key)
+                state.incident_of[row.key] = row.incident_id
         return state
 
     def can_take(self, earliest_new: datetime, span: timedelta) -> bool:
@@ -148,7 +150,7 @@ class KeyState:
 
         A stored incident whose alerts the incidents already hold all of (the usual case: it only
         grew) is known so from the counts of `SyncScope.overlap`, without a pass over its rows."""
-        scope = SyncScope(self.rows, {}, fresh, self.written)
+        scope = SyncScope(self.rows, {}, fresh, self.written, incident_of=self.incident_of)
         incidents: dict[str, EngineIncident] = {}
         in_result: set[str] = set()
         held_in: Counter = Counter()  # stored incident -> how many of its alerts the incidents hold
@@ -187,8 +189,10 @@ class KeyState:
                     keys.discard(key)
                     if not keys:
                         del self.members[old]
+                self.incident_of.pop(key, None)
             if new:
                 self.members[new].add(key)
+                self.incident_of[key] = new
 
 
 class KeptStates:

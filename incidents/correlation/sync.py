@@ -6,7 +6,8 @@ from __future__ import annotations
 from collections import Counter, defaultdict
 from collections.abc import Mapping
 from dataclasses import dataclass, field
-from operator import attrgetter, methodcaller
+from itertools import compress
+from operator import attrgetter, is_, methodcaller, not_
 
 from django.utils import timezone
 
@@ -37,15 +38,22 @@ class SyncScope:
     new_rows: list[Alert]  # rows not yet correlated: written even where nothing else changed
     written: dict[str, Member] = field(default_factory=dict)  # row key -> the engine member its row was last written from
     moves: list[tuple[str, int | None, int | None]] = field(default_factory=list)  # (row key, from, to) written
+    # row key -> its stored incident, as the rows stand before this sync (a row in none: absent)
+    incident_of: Mapping[str, int] = field(default_factory=dict)
     _overlaps: dict[str, tuple[EngineIncident, Counter]] = field(default_factory=dict)
+    _growth: dict[str, tuple[EngineIncident, list[Member] | None]] = field(default_factory=dict)
+    _new: set[str] | None = None
 
     @classmethod
     def of_rows(cls, rows: list[Alert]) -> "SyncScope":
         previous: dict[int, set[str]] = defaultdict(set)
+        incident_of: dict[str, int] = {}
         for row in rows:
             if row.incident_id:
                 previous[row.incident_id].add(row.key)
-        return cls({row.key: row for row in rows}, previous, [row for row in rows if not row.correlated])
+                incident_of[row.key] = row.incident_id
+        return cls({row.key: row for row in rows}, previous, [row for row in rows if not row.correlated],
+                   incident_of=incident_of)
 
     def rows_of(self, engine_incident: EngineIncident) -> list[Alert]:
         """The stored rows of an engine incident's members, in the engine's order."""
@@ -57,9 +65,47 @@ class SyncScope:
         storm's incident holds thousands of alerts)."""
         known = self._overlaps.get(engine_incident.id)
         if known is None or known[0] is not engine_incident:
-            counts = Counter(map(_INCIDENT_ID, self.rows_of(engine_incident)))
+            counts = Counter(map(self.incident_of.get, map(_KEY, engine_incident.members)))
             known = self._overlaps[engine_incident.id] = (engine_incident, counts)
         return known[1]
+
+    def growth(self, engine_incident: EngineIncident, incident_id: int | None) -> list[Member] | None:
+        """The members an engine incident adds to the stored incident `incident_id`, when it is
+        that incident grown and nothing more: it holds every alert stored there, each as last
+        written (the very engine member, the row correlated since), and no alert of another
+        stored incident. None when it is anything else: then every member is looked at.
+
+        A storm's runs mostly grow incidents of thousands of alerts by a few dozen: what a sync
+        does for such an incident then follows the alerts it gained (in C, one pass over the
+        members to tell), not its size."""
+        known = self._growth.get(engine_incident.id)
+        if known is not None and known[0] is engine_incident:
+            return known[1]
+        found = self._grown_members(engine_incident, incident_id)
+        self._growth[engine_incident.id] = (engine_incident, found)
+        return found
+
+    def _grown_members(self, engine_incident: EngineIncident, incident_id: int | None) -> list[Member] | None:
+        held = self.previous.get(incident_id) if incident_id else None
+        if not held:
+            return None
+        counts = self.overlap(engine_incident)
+        if counts.get(incident_id) != len(held) or any(other not in (incident_id, None) for other in counts):
+            return None
+        members = engine_incident.members
+        inside = list(map(held.__contains__, map(_KEY, members)))
+        kept = list(compress(members, inside))
+        kept_keys = list(map(_KEY, kept))
+        if not all(map(is_, map(self.written.get, kept_keys), kept)):
+            return None  # a member changed (its alert ended, a flag): every member is looked at
+        if self.new_rows and not self._new_keys().isdisjoint(kept_keys):
+            return None  # a stored row came again: it must be marked correlated
+        return list(compress(members, map(not_, inside)))
+
+    def _new_keys(self) -> set[str]:
+        if self._new is None:
+            self._new = {row.key for row in self.new_rows}
+        return self._new
 
 
 _KEY = attrgetter("key")
@@ -77,8 +123,10 @@ def incidents_sync(*, key: str, scope: SyncScope, result: list[EngineIncident]) 
     touched: list[int] = []
     for engine_incident in result:
         incident = assigned[engine_incident.id]
-        members = scope.rows_of(engine_incident)
-        changed = saves.add(incident, incident_changes(incident, engine_incident, members, by_key))
+        changes = grown_incident_changes(incident, engine_incident, scope)
+        if changes is None:
+            changes = incident_changes(incident, engine_incident, scope.rows_of(engine_incident), by_key)
+        changed = saves.add(incident, changes)
         if engine_incident.ranked:  # else the stored edges and candidates stay until it is ranked
             changed = details.edges(incident, engine_incident, by_key, stored.edges.get(incident.pk, [])) or changed
             changed = details.candidates(incident, engine_incident, by_key, stored.candidates.get(incident.pk, [])) or changed
@@ -179,6 +227,39 @@ def incident_changes(incident: Incident, engine_incident: EngineIncident, member
     for name in changed:
         setattr(incident, name, values[name])
     return changed
+
+
+def grown_incident_changes(incident: Incident, engine_incident: EngineIncident, scope: SyncScope) -> list[str] | None:
+    """`incident_changes` for an incident the engine only grew (`SyncScope.growth`) and holds
+    back the ranking of, from the stored values and the alerts it gained: what it stored was
+    computed from its alerts then (the latest start, the highest severity, firing or not), and
+    these only add to that. None when that does not hold: then `incident_changes` it is."""
+    if engine_incident.ranked or not incident.title or incident.pk is None:
+        return None
+    grown = scope.growth(engine_incident, incident.pk)
+    if grown is None:
+        return None
+    rows = list(map(scope.by_key.__getitem__, map(_KEY, grown)))
+    values = {"started_at": engine_incident.started_at, "ranking_held": True}
+    if rows:
+        latest = max(map(_STARTS_AT, rows))
+        values["last_alert_at"] = max(latest, incident.last_alert_at) if incident.last_alert_at else latest
+        if not incident.severity_by_human:
+            values["severity"] = max(incident.severity, severity_of(rows), key=_severity_rank)
+    if incident.resolved_at is not None and not (incident.resolved_by_human or incident.reopened_by_human):
+        # Firing, it stays so; resolved, an alert that fires reopens it, and resolved alerts
+        # alone move when it ended: recomputed from every alert.
+        if Alert.Status.FIRING not in set(map(_STATUS, rows)):
+            return None
+        values.update(status_from_alerts(incident, rows))
+    changed = [name for name, value in values.items() if getattr(incident, name) != value]
+    for name in changed:
+        setattr(incident, name, values[name])
+    return changed
+
+
+def _severity_rank(level: str) -> int:
+    return SEVERITY_ORDER.index(level) if level in SEVERITY_ORDER else SEVERITY_ORDER.index("warning")
 
 
 class IncidentSaves:
@@ -332,7 +413,8 @@ def alerts_write(scope: SyncScope, result: list[EngineIncident], assigned: dict[
     changed: list[Alert] = []
     for engine_incident in result:
         incident_id = assigned[engine_incident.id].id
-        for member in engine_incident.members:
+        grown = scope.growth(engine_incident, incident_id)  # asked before for one held back: known then
+        for member in engine_incident.members if grown is None else grown:
             row = by_key[member.key]
             if written.get(member.key) is member and row.incident_id == incident_id and row.correlated:
                 continue

@@ -371,3 +371,41 @@ def test_a_held_ranking_is_not_lost_with_the_state(fleet, make_integration, runs
     assert not Incident.objects.filter(ranking_held=True).exists()
     final = snapshot()
     assert final == recomputed()
+
+
+def test_an_incident_grown_while_its_ranking_waits_keeps_its_times_severity_and_status(fleet, make_integration, monkeypatch):
+    """A held-back incident that only grew is written from what it stored and the alerts it
+    gained (`grown_incident_changes`), not from all its alerts: after every run its latest
+    start, severity and status are still what all its alerts give, and its alerts are where
+    the engine put them."""
+    from incidents.correlation import run, sync
+
+    hold_big_rankings(monkeypatch)
+    monkeypatch.setattr(run, "correlation_enqueue_later", lambda key, seconds: None)
+    took: list[bool] = []
+    grown_incident_changes = sync.grown_incident_changes
+
+    def counted(incident, engine_incident, scope):
+        changes = grown_incident_changes(incident, engine_incident, scope)
+        took.append(changes is not None)
+        return changes
+
+    monkeypatch.setattr(sync, "grown_incident_changes", counted)
+    alerts_hook, changes_hook = make_integration("alertmanager"), make_integration("events")
+    pairs = [(changes_hook, body) for body in bodies(fleet / "changes.jsonl")]
+    pairs += [(alerts_hook, body) for body in bodies(fleet / "alerts.jsonl")]
+    for hook, body in pairs:
+        receive(hook, body)
+        correlate_pending()
+        for incident in Incident.objects.filter(merged_into=None).prefetch_related("alerts"):
+            alerts = list(incident.alerts.all())
+            if not alerts:
+                continue
+            assert incident.last_alert_at == max(alert.starts_at for alert in alerts)
+            assert incident.severity == sync.severity_of(alerts)
+            firing = any(alert.status == Alert.Status.FIRING for alert in alerts)
+            assert (incident.resolved_at is None) == firing, incident.title
+    assert any(took) and not all(took)  # the incremental path was taken, and the whole one too
+    assert Incident.objects.filter(resolved_at__isnull=False).exists() and Incident.objects.filter(resolved_at=None).exists()
+    held = {members: values["classification"] for members, values in snapshot().items()}
+    assert held == {members: values["classification"] for members, values in recomputed().items()}
