@@ -110,7 +110,6 @@ class SyncScope:
 
 _KEY = attrgetter("key")
 _ALERTNAME = attrgetter("alertname")
-_INCIDENT_ID = attrgetter("incident_id")
 
 
 def incidents_sync(*, key: str, scope: SyncScope, result: list[EngineIncident]) -> list[int]:

@@ -179,6 +179,7 @@ def test_a_second_collection_upserts_instead_of_duplicating(story_file, story_in
     assert after == before and len(before) > 20
 
 
+@pytest.mark.django_db
 def test_collect_evidence_each_queues_one_collection_per_incident():
     from incidents.tasks import collect_evidence_each
 
