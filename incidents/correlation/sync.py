@@ -218,7 +218,7 @@ def incident_changes(incident: Incident, engine_incident: EngineIncident, member
         "ranking_held": not engine_incident.ranked,  # its details wait for the ranking (KeyState.rank_now)
     }
     if engine_incident.ranked or not incident.title:
-        values.update(incident_details(engine_incident, members, by_key))
+        values.update(incident_details(engine_incident, members[0], by_key))
     if not incident.severity_by_human:
         values["severity"] = severity_of(members)
     values.update(status_from_alerts(incident, members))
@@ -229,17 +229,20 @@ def incident_changes(incident: Incident, engine_incident: EngineIncident, member
 
 
 def grown_incident_changes(incident: Incident, engine_incident: EngineIncident, scope: SyncScope) -> list[str] | None:
-    """`incident_changes` for an incident the engine only grew (`SyncScope.growth`) and holds
-    back the ranking of, from the stored values and the alerts it gained: what it stored was
-    computed from its alerts then (the latest start, the highest severity, firing or not), and
-    these only add to that. None when that does not hold: then `incident_changes` it is."""
-    if engine_incident.ranked or not incident.title or incident.pk is None:
+    """`incident_changes` for an incident the engine only grew (`SyncScope.growth`), from the
+    stored values and the alerts it gained: what it stored was computed from its alerts then (the
+    latest start, the highest severity, firing or not), and these only add to that; its ranking's
+    details, when ranked, as `incident_changes` gives them. None when it did not only grow: then
+    `incident_changes` it is."""
+    if incident.pk is None:
         return None
     grown = scope.growth(engine_incident, incident.pk)
     if grown is None:
         return None
     rows = list(map(scope.by_key.__getitem__, map(_KEY, grown)))
-    values = {"started_at": engine_incident.started_at, "ranking_held": True}
+    values = {"started_at": engine_incident.started_at, "ranking_held": not engine_incident.ranked}
+    if engine_incident.ranked or not incident.title:
+        values.update(incident_details(engine_incident, scope.by_key[engine_incident.members[0].key], scope.by_key))
     if rows:
         latest = max(map(_STARTS_AT, rows))
         values["last_alert_at"] = max(latest, incident.last_alert_at) if incident.last_alert_at else latest
@@ -282,7 +285,7 @@ class IncidentSaves:
             rows_update(Incident, incidents, [*fields, "updated_at"])
 
 
-def incident_details(engine_incident: EngineIncident, members: list[Alert], by_key: dict[str, Alert]) -> dict:
+def incident_details(engine_incident: EngineIncident, first: Alert, by_key: dict[str, Alert]) -> dict:
     """What ranking and the members' places give an incident: scope, layers, root, chain, title."""
     root = engine_incident.root
     root_row = by_key.get(root.alert_key) if root else None
@@ -295,12 +298,12 @@ def incident_details(engine_incident: EngineIncident, members: list[Alert], by_k
         "root_confidence": round(root.confidence, 4) if root else None,
         "root_explanation": root.explanation if root else "",
         "chain": [by_key[k].pk for k in engine_incident.chain if k in by_key],
-        "title": incident_title(engine_incident, scope, root_row, members),
+        "title": incident_title(engine_incident, scope, root_row, first),
     }
 
 
-def incident_title(engine_incident: EngineIncident, scope: dict[str, str], root_row: Alert | None, members: list[Alert]) -> str:
-    lead = root_row or members[0]
+def incident_title(engine_incident: EngineIncident, scope: dict[str, str], root_row: Alert | None, first: Alert) -> str:
+    lead = root_row or first
     where = scope.get("deployment") or scope.get("model") or scope.get("pod") or scope.get("node") \
         or scope.get("namespace") or scope.get("cluster", "")
     alertnames = dict(zip(map(_KEY, engine_incident.members), map(_ALERTNAME, engine_incident.members)))
@@ -412,7 +415,7 @@ def alerts_write(scope: SyncScope, result: list[EngineIncident], assigned: dict[
     changed: list[Alert] = []
     for engine_incident in result:
         incident_id = assigned[engine_incident.id].id
-        grown = scope.growth(engine_incident, incident_id)  # asked before for one held back: known then
+        grown = scope.growth(engine_incident, incident_id)  # known since its changes were set
         for member in engine_incident.members if grown is None else grown:
             row = by_key[member.key]
             if written.get(member.key) is member and row.incident_id == incident_id and row.correlated:
