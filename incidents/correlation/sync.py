@@ -93,9 +93,10 @@ class SyncScope:
         if counts.get(incident_id) != len(held) or any(other not in (incident_id, None) for other in counts):
             return None
         members = engine_incident.members
-        inside = list(map(held.__contains__, map(_KEY, members)))
+        keys = list(map(_KEY, members))
+        inside = list(map(held.__contains__, keys))
         kept = list(compress(members, inside))
-        kept_keys = list(map(_KEY, kept))
+        kept_keys = list(compress(keys, inside))
         if not all(map(is_, map(self.written.get, kept_keys), kept)):
             return None  # a member changed (its alert ended, a flag): every member is looked at
         if self.new_rows and not self._new_keys().isdisjoint(kept_keys):
@@ -222,6 +223,11 @@ def incident_changes(incident: Incident, engine_incident: EngineIncident, member
     if not incident.severity_by_human:
         values["severity"] = severity_of(members)
     values.update(status_from_alerts(incident, members))
+    return values_set(incident, values)
+
+
+def values_set(incident: Incident, values: dict) -> list[str]:
+    """Set on `incident` the values that differ from its own; returns their field names."""
     changed = [name for name, value in values.items() if getattr(incident, name) != value]
     for name in changed:
         setattr(incident, name, values[name])
@@ -254,10 +260,7 @@ def grown_incident_changes(incident: Incident, engine_incident: EngineIncident, 
         if Alert.Status.FIRING not in set(map(_STATUS, rows)):
             return None
         values.update(status_from_alerts(incident, rows))
-    changed = [name for name, value in values.items() if getattr(incident, name) != value]
-    for name in changed:
-        setattr(incident, name, values[name])
-    return changed
+    return values_set(incident, values)
 
 
 def _severity_rank(level: str) -> int:
