@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from datetime import datetime, timedelta, timezone
+from functools import lru_cache
 
 from correlate.classify import rule_expressions
 from correlate.events import Alert
@@ -37,7 +38,7 @@ def as_utc(moment: datetime) -> datetime:
 
 def lookback(alert: Alert) -> timedelta:
     """How long before `startsAt` the condition plausibly began (0 when nothing says so)."""
-    candidates = [_expression_window(rule_expressions(alert.generator_url))]
+    candidates = [_rule_window(alert.generator_url)]
     for key in ("description", "summary", "message"):
         text = alert.annotations.get(key, "")
         if text:
@@ -54,6 +55,12 @@ def lookback(alert: Alert) -> timedelta:
 
 def onset_of(alert: Alert) -> datetime:
     return as_utc(alert.starts_at) - lookback(alert)
+
+
+@lru_cache(maxsize=4096)
+def _rule_window(generator_url: str) -> timedelta:
+    """_expression_window of the rule a generatorURL links (one rule's alerts all link the same)."""
+    return _expression_window(rule_expressions(generator_url))
 
 
 def _expression_window(expr: str) -> timedelta:

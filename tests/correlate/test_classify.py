@@ -1,7 +1,7 @@
 import pytest
 
 from correlate.catalog import load_catalog
-from correlate.classify import Classifier, name_words, rule_expressions
+from correlate.classify import Classifier, name_words, required_literal, rule_expressions
 from correlate.testing import make_alert, make_change
 
 CLASSIFIER = Classifier(load_catalog(use_env=False))
@@ -280,3 +280,53 @@ def test_a_clock_skew_is_no_hot_instance_but_a_load_skew_is(name, mode):
     """node-exporter's NodeClockSkewDetected (the node's clock drifts) matched the hot-instance
     word `skew`, and a storm's clock-skew noise was read as a hot replica."""
     assert classify(make_alert(name, "01:00")).failure_mode == mode
+
+
+
+def every_pattern_searched(kind, text):
+    """The first matcher with a pattern of `kind` found in `text`, every pattern searched."""
+    for matcher in CLASSIFIER.catalog.matchers:
+        if any(p.search(text) for p in getattr(matcher, kind)):
+            return matcher
+    return None
+
+
+MATCHED_TEXTS = [
+    "llm container oom killed", "LLMContainerOOMKilled", "kv cache fragmentation high", "KV CACHE Fragmentation",
+    "vllm:num_preemptions_total", "VLLM:NUM_PREEMPTIONS_TOTAL", "DCGM_FI_DEV_XID_ERRORS", "dcgm fi dev xid errors",
+    "node clock skew detected", "clock skew", "time skew", "replica skew on the gateway", "thermal throttling",
+    "trt llm engine crashed", "sglang worker not ready", "kube pod crash looping", "target down", "ttft p99 high",
+    "has been firing for dcgm-exporter-k2x4p in gpu-eu-06 for more than 2 minutes.",
+    "Gateway 5xx rate above 2% for 10m", "rate(http_requests_total{code=~\"5..\"}[5m])",
+    "eagle draft acceptance low", "medusa", "Ko\u212aillED", "\u017fglang \u017ferver down", "gpu ｘid",
+    "", " ", "oo", "kil",
+]
+
+
+@pytest.mark.parametrize("kind", ["names", "metrics"])
+def test_pattern_shortcut_finds_the_same_matcher_as_searching_every_pattern(kind):
+    """The search skips a pattern when ASCII text lacks the characters every match of it holds
+    (`required_literal`); it must still answer as searching every pattern in order would, for text
+    each pattern finds, in other cases, cut short, and not ASCII (where case folding is not lower())."""
+    patterns = CLASSIFIER._names if kind == "names" else CLASSIFIER._metrics
+    texts = list(MATCHED_TEXTS)
+    for matcher in CLASSIFIER.catalog.matchers:
+        for pattern in getattr(matcher, kind):
+            literal = required_literal(pattern)
+            texts += [literal, literal.upper(), literal[:-1], f"alpha {literal} omega", literal.replace(" ", "_")]
+    checked = 0
+    for text in texts:
+        expected = every_pattern_searched(kind, text)
+        assert patterns._search(text) is expected, text
+        checked += expected is not None
+    assert checked > 100  # the texts do reach most matchers
+
+
+def test_required_literal_is_held_by_every_match_and_absent_where_unsure():
+    import re
+
+    assert required_literal(re.compile(r"kv ?cache (frag|fragmentation)", re.I)) == "cache "
+    assert required_literal(re.compile(r"(?<!clock )(?<!time )skew", re.I)) == "skew"
+    assert required_literal(re.compile(r"eagle|medusa", re.I)) == ""  # either alternative can match alone
+    assert required_literal(re.compile(r"GPU_\w+_ERRORS")) == "_errors"
+    assert required_literal(re.compile(r"x?y")) == ""  # one character is no shortcut
