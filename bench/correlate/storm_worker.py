@@ -59,7 +59,7 @@ def main() -> int:
         run.defers_ranking = lambda: True
         run.correlation_enqueue_later = lambda key, seconds: None
     if args.freeze == "off":
-        run.freeze_run_survivors = lambda *, state_dropped, held: None
+        run.freeze_run_survivors = lambda *, state_dropped: None
     bodies = build_storm(rate=args.rate, seconds=args.seconds, clusters=args.clusters, body=100, seed=7, t0=time.time())
     integration, _ = services.integration_add(kind="alertmanager", name=f"bench-{time.time()}", token=f"t-{time.time()}")
     cpu = 0.0

@@ -96,7 +96,7 @@ def correlation_slice(*, key: str, since: datetime | None, keep_state: bool) -> 
                     transaction.on_commit(lambda: correlation_enqueue_later(key, wait), robust=True)
             dropped = evicted > 0 or (kept is not None and kept is not state)
             del kept  # a dropped state must be unreachable before the collection
-            freeze_run_survivors(state_dropped=dropped, held=KEPT.held_alerts())
+            freeze_run_survivors(state_dropped=dropped)
     return touched, more  # only a worker's run (keep_state) takes a limited slice
 
 

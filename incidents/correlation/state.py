@@ -222,10 +222,6 @@ class KeptStates:
                 dropped_count += 1
         return dropped_count
 
-    def held_alerts(self) -> int:
-        with self._lock:
-            return sum(len(kept.rows) for kept in self._states.values())
-
     def clear(self) -> None:
         with self._lock:
             self._states.clear()

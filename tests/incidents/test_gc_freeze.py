@@ -1,5 +1,5 @@
 """A correlation worker freezes what survives each run, so collections stop walking its kept engine
-states; objects that die frozen are freed when a state is dropped or the frozen heap doubles."""
+states; objects that die frozen are freed when a state is dropped, and after many runs."""
 from __future__ import annotations
 
 import gc
@@ -28,19 +28,17 @@ class Cycle:
 @pytest.fixture(autouse=True)
 def heap_as_before(monkeypatch):
     KEPT.clear()
-    monkeypatch.setattr(gc_pause, "_held_after_full_collection", 0)
     monkeypatch.setattr(gc_pause, "_runs_since_full_collection", 0)
-    monkeypatch.setattr(gc_pause, "HELD_FLOOR", 1_000)
     yield
     KEPT.clear()
     gc.unfreeze()
     gc.collect()
 
 
-def frozen_dead_cycle(held: int = 1_000) -> weakref.ref:
+def frozen_dead_cycle() -> weakref.ref:
     """A cycle that is alive when a run's survivors are frozen, and dies frozen."""
     cycle = Cycle()
-    freeze_run_survivors(state_dropped=False, held=held)
+    freeze_run_survivors(state_dropped=False)
     dead = weakref.ref(cycle)
     del cycle
     return dead
@@ -51,35 +49,24 @@ def test_run_survivors_are_frozen_and_collections_skip_them():
     assert gc.get_freeze_count() > 0
     gc.collect()
     assert dead() is not None  # frozen: a full collection does not walk it
-    freeze_run_survivors(state_dropped=False, held=1_000)
+    freeze_run_survivors(state_dropped=False)
     assert dead() is not None  # nor does the collection after the next run
 
 
 def test_a_dropped_state_unfreezes_and_collects_everything():
     dead = frozen_dead_cycle()
-    freeze_run_survivors(state_dropped=True, held=1_000)
+    freeze_run_survivors(state_dropped=True)
     assert dead() is None
     assert gc.get_freeze_count() > 0  # and what lives is frozen again
 
 
-def test_states_holding_twice_the_alerts_of_the_last_full_collection_bring_the_next_one():
-    freeze_run_survivors(state_dropped=True, held=5_000)  # a full collection at 5,000 alerts held
-    dead = frozen_dead_cycle(held=10_000)
-    freeze_run_survivors(state_dropped=False, held=10_000)
-    assert dead() is not None  # twice as many is not more than twice
-    freeze_run_survivors(state_dropped=False, held=10_001)
-    assert dead() is None
-
-
-def test_small_states_are_collected_whole_at_the_floor_or_after_many_runs(monkeypatch):
-    dead = frozen_dead_cycle(held=10)
-    freeze_run_survivors(state_dropped=False, held=2_000)
-    assert dead() is not None  # under twice the floor
+def test_dead_cycles_wait_for_a_dropped_state_or_many_runs(monkeypatch):
     monkeypatch.setattr(gc_pause, "RUNS_BETWEEN_FULL", 5)
-    freeze_run_survivors(state_dropped=False, held=10)
-    freeze_run_survivors(state_dropped=False, held=10)
-    assert dead() is not None  # the fourth run
-    freeze_run_survivors(state_dropped=False, held=10)
+    dead = frozen_dead_cycle()  # the first run
+    for _ in range(3):
+        freeze_run_survivors(state_dropped=False)
+    assert dead() is not None  # four runs: the states may grow, nothing else brings a full collection
+    freeze_run_survivors(state_dropped=False)
     assert dead() is None  # the fifth run since the last full collection (here: since the start)
 
 
