@@ -1,7 +1,13 @@
 from django.apps import AppConfig
+from django.db.backends.signals import connection_created
 
 
 class IncidentsConfig(AppConfig):
     name = "incidents"
     verbose_name = "Rootline incidents"
     default_auto_field = "django.db.models.BigAutoField"
+
+    def ready(self) -> None:
+        from rootline.postgres_types import use_c_timestamps
+
+        connection_created.connect(use_c_timestamps, dispatch_uid="rootline-c-timestamps")
