@@ -35,7 +35,7 @@ def rows_update(model: type[models.Model], rows: Sequence[models.Model], fields:
     with connection.cursor() as cursor:
         for start in range(0, len(rows), BATCH):
             batch = rows[start:start + BATCH]
-            cursor.execute(sql, [[row.pk for row in batch]] + [_column(field, batch) for field in columns])
+            cursor.execute(sql, [_array([row.pk for row in batch])] + [_column(field, batch) for field in columns])
 
 
 def rows_insert(model: type[models.Model], rows: Sequence[models.Model]) -> None:
@@ -70,12 +70,29 @@ def rows_delete(model: type[models.Model], column: str, values: Sequence[int]) -
         cursor.execute(f"DELETE FROM {quote(model._meta.db_table)} WHERE {quote(column)} = ANY(%s::bigint[])", [list(values)])
 
 
-def _column(field: models.Field, rows: Sequence[models.Model]) -> list:
+def _column(field: models.Field, rows: Sequence[models.Model]) -> list | str:
     """One column's values as the driver takes them. Only JSON needs Django's preparation (a dict
     becomes a Jsonb); the rest (text, numbers, booleans, ids, aware datetimes) go as they are:
     `get_db_prep_save` for every value cost 3.5% of a storm's correlation run."""
     name = field.attname
     if isinstance(field, models.JSONField):
         return [field.get_db_prep_save(getattr(row, name), connection) for row in rows]
-    return [getattr(row, name) for row in rows]
+    return _array([getattr(row, name) for row in rows])
+
+
+def _array(values: list) -> list | str:
+    """Whole numbers and booleans (ids, references, flags) as PostgreSQL's array text, which the
+    statement casts (`%s::bigint[]`); other values as the list. psycopg dumps a list's elements
+    one by one in Python (~1 µs each, 3.7% of a storm's correlation run); `str.join` is C."""
+    kinds = {type(value) for value in values}
+    kinds.discard(type(None))
+    if kinds == {int}:
+        if None in values:
+            return "{" + ",".join("NULL" if value is None else str(value) for value in values) + "}"
+        return "{" + ",".join(map(str, values)) + "}"
+    if kinds == {bool}:
+        return "{" + ",".join("NULL" if value is None else "t" if value else "f" for value in values) + "}"
+    if kinds == {int, float}:  # psycopg refuses a list of mixed types (a lag of 0 among 1.25s)
+        return [float(value) if type(value) is int else value for value in values]
+    return values
 

@@ -1,0 +1,52 @@
+"""The correlation's set-based writes (`incidents/correlation/bulk.py`) on PostgreSQL: ids,
+references and flags go as array text, NULLs included, and land as they were set."""
+from __future__ import annotations
+
+import datetime
+
+import pytest
+
+from incidents.correlation.bulk import _array, rows_insert, rows_update
+from incidents.models import Alert, Incident, IncidentEdge
+from tests.conftest import require_postgres
+
+pytestmark = pytest.mark.django_db
+
+T0 = datetime.datetime(2026, 11, 30, 13, 0, tzinfo=datetime.timezone.utc)
+
+
+def test_whole_numbers_and_flags_become_array_text_and_the_rest_stays_a_list():
+    assert _array([3, 1, 2]) == "{3,1,2}"
+    assert _array([None, 7, None]) == "{NULL,7,NULL}"
+    assert _array([True, None, False]) == "{t,NULL,f}"
+    assert _array([1, True]) == [1, True]  # mixed: left to the driver
+    assert _array(["a,b", None]) == ["a,b", None]
+    assert _array([1.5, 2]) == [1.5, 2.0] and type(_array([1.5, 2])[1]) is float
+
+
+def test_rows_written_by_update_and_insert_read_back_the_same(make_integration):
+    require_postgres()
+    hook = make_integration("alertmanager")
+    rows = [Alert.objects.create(fingerprint=f"fp{n}", starts_at=T0 + datetime.timedelta(seconds=n), status="firing",
+                                 labels={}, integration=hook, received_at=T0, correlation_key="c") for n in range(4)]
+    incident = Incident.objects.create(correlation_key="c", title="t", started_at=T0)
+    for number, row in enumerate(rows):
+        row.incident_id = incident.pk if number % 2 else None
+        row.layer = None if number == 3 else "engine"
+        row.failure_mode = 'kv "frag", {x}\\' if number == 0 else "oom"
+        row.onset = None if number else T0
+        row.false_positive = number == 1
+        row.correlated = number != 2
+    rows_update(Alert, rows, ["incident", "layer", "failure_mode", "onset", "false_positive", "correlated"])
+    stored = {a.pk: a for a in Alert.objects.filter(pk__in=[r.pk for r in rows])}
+    for row in rows:
+        got = stored[row.pk]
+        assert (got.incident_id, got.layer, got.failure_mode, got.onset, got.false_positive, got.correlated) == (
+            row.incident_id, row.layer, row.failure_mode, row.onset, row.false_positive, row.correlated)
+
+    rows_insert(IncidentEdge, [IncidentEdge(incident=incident, cause_id=rows[0].pk, effect_id=rows[1].pk, rule="r1", lag_seconds=0,
+                                            relation="same_pod"),
+                               IncidentEdge(incident=incident, cause_id=rows[2].pk, effect_id=rows[3].pk, rule="r,2", lag_seconds=1.25,
+                                            relation="same_node")])
+    edges = list(IncidentEdge.objects.filter(incident=incident).order_by("lag_seconds").values_list("cause_id", "effect_id", "rule", "lag_seconds"))
+    assert edges == [(rows[0].pk, rows[1].pk, "r1", 0.0), (rows[2].pk, rows[3].pk, "r,2", 1.25)]
