@@ -9,14 +9,13 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from re import _constants as _sre_constants  # the expression parser: what every match of a pattern contains
+from re import _parser as _sre_parser
 from typing import Mapping, Sequence
 from urllib.parse import parse_qsl, urlsplit
 
 from correlate.catalog import Catalog, Matcher, load_catalog
 from correlate.events import Alert
-
-from re import _constants as _sre_constants  # the expression parser: what every match of a pattern contains
-from re import _parser as _sre_parser
 
 SLO_MARKER = "@slo"
 # Labels naming the SLO a generated burn-rate alert is about (Sloth's `sloth_slo`, Pyrra's `slo`):

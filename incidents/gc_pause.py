@@ -42,8 +42,8 @@ def freeze_run_survivors(*, state_dropped: bool) -> None:
     bulk of what dies frozen) and every `RUNS_BETWEEN_FULL` runs, for whatever else died frozen:
     little, as a kept state only grows between its rebuilds. Measured through a storm's 257 runs
     (125,066 alerts held at the end): full collections each time the held alerts had doubled
-    found 10, 0, 0 and 0 unreachable objects, and took 0.08, 0.35, 0.53 and 0.98 s, half the
-    runs' collector time; that rule is gone. (`gc.get_freeze_count()` would say how big the
+    found 10, 0, 0 and 0 unreachable objects, and took 0.08, 0.35, 0.53 and 0.98 s, 1.9 of the
+    runs' 2.8 s of collections; that rule is gone. (`gc.get_freeze_count()` would say how big the
     frozen heap is, but it counts it object by object: ~70 ms a run in a storm.)"""
     global _runs_since_full_collection
     _runs_since_full_collection += 1
