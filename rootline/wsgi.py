@@ -1,4 +1,4 @@
-"""WSGI entry point for gunicorn (`make serve`).
+"""WSGI entry point for gunicorn (`make serve`) and `manage.py runserver` (`make run`, through WSGI_APPLICATION).
 
 Webhook POSTs (`/hooks/<kind>/<id>/`) take a short path to the same view: no URL resolution,
 and only the middleware whose effect a webhook answer has (SecurityMiddleware's headers, the
@@ -12,15 +12,28 @@ import gc
 import os
 import re
 
-from django.core.wsgi import get_wsgi_application
+import django
+from django.core.handlers.wsgi import WSGIHandler, WSGIRequest
+
+from rootline.sender_safe import SenderSafeContentType
+
+
+class SenderSafeRequest(SenderSafeContentType, WSGIRequest):
+    pass
+
+
+class RootlineWSGIHandler(WSGIHandler):
+    request_class = SenderSafeRequest
+
 
 os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rootline.settings")
-django_application = get_wsgi_application()
+django.setup(set_prefix=False)  # as get_wsgi_application() does, with the request class above
+django_application = RootlineWSGIHandler()
 
 from django.conf import settings  # noqa: E402
 from django.core.exceptions import DisallowedHost  # noqa: E402
 from django.core.handlers.exception import response_for_exception  # noqa: E402
-from django.core.handlers.wsgi import WSGIRequest, get_script_name  # noqa: E402
+from django.core.handlers.wsgi import get_script_name  # noqa: E402
 from django.db import DEFAULT_DB_ALIAS, connections  # noqa: E402
 from django.utils.cache import add_never_cache_headers  # noqa: E402
 from django.middleware.clickjacking import XFrameOptionsMiddleware  # noqa: E402
@@ -75,7 +88,7 @@ def application(environ, start_response):
 
 def webhook_application(environ, start_response, kind: str, integration_id: int):
     set_script_prefix(get_script_name(environ))
-    request = WSGIRequest(environ)
+    request = SenderSafeRequest(environ)
     host = (environ.get("HTTP_HOST"), environ.get("HTTP_X_FORWARDED_HOST"))
     if host not in good_hosts:
         try:

@@ -200,6 +200,39 @@ def test_short_path_refuses_a_host_django_refuses(wsgi, make_integration, settin
     assert status.startswith("202")
 
 
+@pytest.mark.django_db(transaction=True)
+@pytest.mark.parametrize("content_type", ["application/json; charset=\x00", "application/json; charset=utf\x00-8", "text/plain; charset=\x00x"])
+def test_a_charset_with_a_nul_is_ignored_not_a_500_on_either_path(wsgi, make_integration, content_type):
+    """`codecs.lookup` raises ValueError for a name holding a NUL, which Django's request did not
+    expect (it catches LookupError): a 500 before any view ran, and the body lost."""
+    from incidents.models import Delivery
+
+    integration = make_integration()
+    body = am_body({"alertname": "CharsetNul", "pod": "p-1"})
+    for app in (wsgi.application, wsgi.django_application):  # the short webhook path and Django's own
+        env = environ(integration.path, body, token=integration.plain_token)
+        env["CONTENT_TYPE"] = content_type
+        status, _, content = call(app, env)
+        assert status.startswith("202"), (app, status, content[:300])
+    assert bytes(Delivery.objects.get(integration=integration).body) == body  # kept once, as sent
+    env = environ("/healthz", b"", token=None, method="GET")
+    env["CONTENT_TYPE"] = content_type
+    assert call(wsgi.application, env)[0].startswith("200")  # a page's request too
+
+
+def test_the_asgi_request_ignores_a_charset_with_a_nul_too():
+    import io
+
+    from rootline.asgi import SenderSafeASGIRequest, application
+
+    assert application.request_class is SenderSafeASGIRequest
+    scope = {"type": "http", "method": "POST", "path": "/hooks/alertmanager/1/", "query_string": b"", "root_path": "",
+             "headers": [(b"content-type", b"application/json; charset=\x00"), (b"host", b"127.0.0.1")]}
+    request = SenderSafeASGIRequest(scope, io.BytesIO(b"{}"))
+    assert request.content_type == "application/json" and "charset" not in request.content_params
+    assert request.encoding is None  # Django's default (settings.DEFAULT_CHARSET) applies
+
+
 @pytest.mark.django_db
 def test_integration_cache_keeps_a_disabled_integration_only_for_its_ttl(make_integration, settings, monkeypatch):
     from incidents.models import Integration
