@@ -60,6 +60,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench" / "ingest"))
 
 import cpu  # noqa: E402  (bench/ingest/cpu.py: CPU seconds per kind of process)
+sys.path.insert(0, str(ROOT / "bench"))
+import calibrate  # noqa: E402  (bench/calibrate.py: how fast the machine runs plain Python now)
 from correlate.simulator.core import am_fingerprint, k8s_suffix  # noqa: E402
 
 PG = "postgres://postgres@127.0.0.1:5432"
@@ -417,6 +419,7 @@ def task_times(log: Path) -> dict:
 
 def run_case(args, case: str, rate: float, seconds: float, work: Path) -> dict:
     db, redis_db = args.db, args.redis_db
+    machine_before = calibrate.loop_seconds()  # the machine's speed now: figures of two runs compare only at the same
     print(f"[{case}] fresh database {db}, Redis db {redis_db}", file=sys.stderr)
     psql(f"DROP DATABASE IF EXISTS {db} WITH (FORCE)")
     psql(f"CREATE DATABASE {db}")
@@ -510,6 +513,7 @@ def run_case(args, case: str, rate: float, seconds: float, work: Path) -> dict:
         "mean_poll_interval_ms": result["mean_poll_interval_ms"], "widest_poll_gap_ms": result["widest_poll_gap_ms"],
         "open_deliveries_at_end": result["open_at_end"], "db": counts, "tasks": task_times(log),
         "cpu_s": cpu_used, "send_ended_at": round(send_end, 3), "log": str(log),
+        "python_loop_10m_s": {"before": round(machine_before, 3), "after": round(calibrate.loop_seconds(), 3)},  # bench/calibrate.py's loop
     }
 
 
