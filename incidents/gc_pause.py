@@ -25,33 +25,47 @@ def gc_paused() -> Iterator[None]:
         gc.enable()
 
 
-# A worker's frozen heap is unfrozen and collected whole after this many runs, or when a run
-# dropped a kept state.
+# A worker's frozen heap is unfrozen and collected whole after this many runs, when a run dropped
+# a kept state, and after a failed run (which loses the state it took).
 RUNS_BETWEEN_FULL = 1_000
 _runs_since_full_collection = 0
+_full_collection_due = False
 
 
 def freeze_run_survivors(*, state_dropped: bool) -> None:
-    """After a correlation worker's run: collect what is not frozen yet (this run's objects and
-    whatever came since the last run), then freeze what survives, so that no collection walks the
-    kept engine states of every key again. Full collections over those states took 1.5-2.2 s each
-    on a slow machine, and at a storm's pace they came every few runs (bench/correlate/storm_worker.py).
+    """After a correlation worker's run: freeze what the run left (and whatever came since the
+    last run), so that no collection walks the kept engine states of every key again. Full
+    collections over those states took 1.5-2.2 s each on a slow machine, and at a storm's pace
+    they came every few runs (bench/correlate/storm_worker.py).
+
+    The run's objects are frozen without a collection first: through a storm's 257 runs those
+    collections found 10 unreachable objects in all and took 1.7 of the runs' 52 CPU-s
+    (`bench/correlate/storm_worker.py --every 120 --hold-rankings`); what a run's pause on the
+    collector left behind is little, and it cannot grow between two full collections by more
+    than `RUNS_BETWEEN_FULL` runs of it.
 
     A frozen object that dies in a reference cycle stays until the heap is unfrozen and collected
     whole. That is done when a kept state was dropped (the engine is a web of cycles, and the
-    bulk of what dies frozen) and every `RUNS_BETWEEN_FULL` runs, for whatever else died frozen:
-    little, as a kept state only grows between its rebuilds. Measured through a storm's 257 runs
-    (125,066 alerts held at the end): full collections each time the held alerts had doubled
-    found 10, 0, 0 and 0 unreachable objects, and took 0.08, 0.35, 0.53 and 0.98 s, 1.9 of the
-    runs' 2.8 s of collections; that rule is gone. (`gc.get_freeze_count()` would say how big the
-    frozen heap is, but it counts it object by object: ~70 ms a run in a storm.)"""
-    global _runs_since_full_collection
+    bulk of what dies frozen), after a failed run (`full_collection_due`), and every
+    `RUNS_BETWEEN_FULL` runs, for whatever else died frozen: little, as a kept state only grows
+    between its rebuilds. Measured through a storm's 257 runs (125,066 alerts held at the end):
+    full collections each time the held alerts had doubled found 10, 0, 0 and 0 unreachable
+    objects, and took 0.08, 0.35, 0.53 and 0.98 s, 1.9 of the runs' 2.8 s of collections; that
+    rule is gone. (`gc.get_freeze_count()` would say how big the frozen heap is, but it counts it
+    object by object: ~70 ms a run in a storm.)"""
+    global _runs_since_full_collection, _full_collection_due
     _runs_since_full_collection += 1
-    if state_dropped or _runs_since_full_collection >= RUNS_BETWEEN_FULL:
+    if state_dropped or _full_collection_due or _runs_since_full_collection >= RUNS_BETWEEN_FULL:
         gc.unfreeze()
         gc.collect()
         gc.freeze()
         _runs_since_full_collection = 0
+        _full_collection_due = False
         return
-    gc.collect()
     gc.freeze()
+
+
+def full_collection_due() -> None:
+    """A run failed: the kept state it took is lost, frozen; the next freeze collects everything."""
+    global _full_collection_due
+    _full_collection_due = True

@@ -31,7 +31,7 @@ from incidents.correlation.keys import lookback
 from incidents.correlation.state import KEPT, KeyState
 from incidents.correlation.sync import SyncScope, incidents_sync
 from incidents.evidence.collect import evidence_enqueue_for_changes
-from incidents.gc_pause import freeze_run_survivors, gc_paused
+from incidents.gc_pause import freeze_run_survivors, full_collection_due, gc_paused
 from incidents.models import Alert, CorrelationLock, Decision, Incident
 
 logger = logging.getLogger(__name__)
@@ -66,37 +66,43 @@ def correlation_slice(*, key: str, since: datetime | None, keep_state: bool) -> 
     started = time.perf_counter()
     current = catalog()
     kept = KEPT.take(key)
+    took_state = kept is not None
     more = False
-    # The collector stays off until a worker's run has frozen its survivors: switched on before, it
-    # collected the run's objects at once (their count far past its threshold), and the freeze's
-    # own collection walked them again (4% of a storm's correlation CPU).
-    with gc_paused():
-        with transaction.atomic():
-            previous_token, token = lock_key(key)
-            reason = "a batch run" if since is not None else stale_reason(kept, previous_token, current)
-            touched, state = (None, None)
-            limit = settings.CORRELATION_SLICE if keep_state and since is None else None
-            if reason is None:
-                touched, state, reason, more = delta_run(key, kept, current, limit)
-            if state is None:
-                touched, state, more = window_run(key, since, current, limit)
-            evidence_enqueue_for_changes(touched)  # an incident that opened, grew or resolved needs its metrics again
-        path = f"window ({reason})" if reason else "kept state"
-        logger.info("correlated %s from the %s: %d incidents written, %d alerts held, %.1f ms%s", key, path, len(touched),
-                    len(state.rows) if state else 0, (time.perf_counter() - started) * 1000, ", more waiting" if more else "")
-        if keep_state:
-            evicted = 0
-            if state is not None:
-                # Kept at once, even inside a caller's transaction: should that roll back, the key's
-                # stored token goes back with it and the next run rebuilds instead of using this state.
-                state.token = token
-                evicted = KEPT.keep(key, state)
-                wait = state.next_ranking_in()
-                if wait is not None and not more:
-                    transaction.on_commit(lambda: correlation_enqueue_later(key, wait), robust=True)
-            dropped = evicted > 0 or (kept is not None and kept is not state)
-            del kept  # a dropped state must be unreachable before the collection
-            freeze_run_survivors(state_dropped=dropped)
+    try:
+        # The collector stays off until a worker's run has frozen its survivors: switched on before, it
+        # collected the run's objects at once (their count far past its threshold), and the freeze's
+        # own collection walked them again (4% of a storm's correlation CPU).
+        with gc_paused():
+            with transaction.atomic():
+                previous_token, token = lock_key(key)
+                reason = "a batch run" if since is not None else stale_reason(kept, previous_token, current)
+                touched, state = (None, None)
+                limit = settings.CORRELATION_SLICE if keep_state and since is None else None
+                if reason is None:
+                    touched, state, reason, more = delta_run(key, kept, current, limit)
+                if state is None:
+                    touched, state, more = window_run(key, since, current, limit)
+                evidence_enqueue_for_changes(touched)  # an incident that opened, grew or resolved needs its metrics again
+            path = f"window ({reason})" if reason else "kept state"
+            logger.info("correlated %s from the %s: %d incidents written, %d alerts held, %.1f ms%s", key, path, len(touched),
+                        len(state.rows) if state else 0, (time.perf_counter() - started) * 1000, ", more waiting" if more else "")
+            if keep_state:
+                evicted = 0
+                if state is not None:
+                    # Kept at once, even inside a caller's transaction: should that roll back, the key's
+                    # stored token goes back with it and the next run rebuilds instead of using this state.
+                    state.token = token
+                    evicted = KEPT.keep(key, state)
+                    wait = state.next_ranking_in()
+                    if wait is not None and not more:
+                        transaction.on_commit(lambda: correlation_enqueue_later(key, wait), robust=True)
+                dropped = evicted > 0 or (kept is not None and kept is not state)
+                del kept  # a dropped state must be unreachable before the collection
+                freeze_run_survivors(state_dropped=dropped)
+    except BaseException:
+        if took_state:
+            full_collection_due()  # the state it took is lost: frozen, and now unreachable
+        raise
     return touched, more  # only a worker's run (keep_state) takes a limited slice
 
 
