@@ -12,6 +12,7 @@ from django.db.models.functions import Cast
 from django.utils import timezone
 
 from correlate.events import occurrence_key
+from incidents.fields import StringMapField
 
 
 def storable_id(value: int) -> bool:
@@ -120,8 +121,8 @@ class Alert(models.Model):
     status = models.CharField(max_length=10, choices=Status.choices)
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.ALERT)
     alertname = models.CharField(max_length=255, blank=True, default="")  # no index: nothing looks alerts up by name, and every index costs each insert and correlation update
-    labels = models.JSONField(default=dict)
-    annotations = models.JSONField(default=dict, blank=True)
+    labels = StringMapField(default=dict)
+    annotations = StringMapField(default=dict, blank=True)
     generator_url = models.TextField(blank=True, default="")
     # The alert's references are kept by Django, not by PostgreSQL: a foreign-key constraint is a
     # trigger that looks up (and share-locks) the referenced row for every row inserted or every
