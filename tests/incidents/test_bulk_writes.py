@@ -1,5 +1,6 @@
 """The correlation's set-based writes (`incidents/correlation/bulk.py`) on PostgreSQL: ids,
-references and flags go as array text, NULLs included, and land as they were set."""
+references, flags, text, timestamps and numbers go as array text, NULLs included, and land as
+they were set."""
 from __future__ import annotations
 
 import datetime
@@ -15,13 +16,39 @@ pytestmark = pytest.mark.django_db
 T0 = datetime.datetime(2026, 11, 30, 13, 0, tzinfo=datetime.timezone.utc)
 
 
-def test_whole_numbers_and_flags_become_array_text_and_the_rest_stays_a_list():
+def test_columns_of_one_kind_become_array_text_and_the_rest_stays_a_list():
     assert _array([3, 1, 2]) == "{3,1,2}"
     assert _array([None, 7, None]) == "{NULL,7,NULL}"
     assert _array([True, None, False]) == "{t,NULL,f}"
+    assert _array(["a,b", None, "NULL", 'say "hi" \\ {x}']) == '{"a,b",NULL,"NULL","say \\"hi\\" \\\\ {x}"}'
+    assert _array([1.5, 2, None]) == "{1.5,2.0,NULL}"
+    assert _array([T0, None]) == '{"2026-11-30T13:00:00+00:00",NULL}'
     assert _array([1, True]) == [1, True]  # mixed: left to the driver
-    assert _array(["a,b", None]) == ["a,b", None]
-    assert _array([1.5, 2]) == [1.5, 2.0] and type(_array([1.5, 2])[1]) is float
+    assert _array([{"a": 1}]) == [{"a": 1}]
+    assert _array([None, None]) == [None, None]
+
+
+TEXTS = ["", "NULL", "null", " padded ", "a,b", "{braces}", 'quote " inside', "back\\slash", "\\\"", "tab\tnew\nline",
+         "Überlast 過負荷 🔥", "x" * 5000]
+NUMBERS = [0.0, -0.0, 1.25, -3.5e-9, 1e300, 2.0**-1074, 0.1 + 0.2, 7, float("inf"), float("-inf")]
+
+
+def test_text_numbers_and_timestamps_read_back_exactly(make_integration):
+    require_postgres()
+    from django.db import connection
+
+    moments = [T0, T0.astimezone(datetime.timezone(datetime.timedelta(hours=-7, minutes=-30))),
+               datetime.datetime(1, 1, 1, tzinfo=datetime.timezone.utc), T0.replace(microsecond=999999), None]
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT %s::text[], %s::float8[], %s::timestamptz[]", [_array(TEXTS), _array(NUMBERS), _array(moments)])
+        texts, numbers, stored_moments = cursor.fetchone()
+    assert texts == TEXTS
+    assert [repr(n) for n in numbers] == [repr(float(n)) for n in NUMBERS]
+    assert stored_moments == moments
+    with connection.cursor() as cursor:
+        cursor.execute("SELECT %s::float8[]", [_array([float("nan"), 1.0])])
+        nan, one = cursor.fetchone()[0]
+    assert nan != nan and one == 1.0
 
 
 def test_rows_written_by_update_and_insert_read_back_the_same(make_integration):
