@@ -69,7 +69,7 @@ def rows_delete(model: type[models.Model], column: str, values: Sequence[int]) -
         return
     quote = connection.ops.quote_name
     with connection.cursor() as cursor:
-        cursor.execute(f"DELETE FROM {quote(model._meta.db_table)} WHERE {quote(column)} = ANY(%s::bigint[])", [list(values)])
+        cursor.execute(f"DELETE FROM {quote(model._meta.db_table)} WHERE {quote(column)} = ANY(%s::bigint[])", [_array(list(values))])
 
 
 def _column(field: models.Field, rows: Sequence[models.Model]) -> list | str:
@@ -92,8 +92,8 @@ def _array(values: list) -> list | str:
     kinds.discard(type(None))
     if kinds == {int}:
         if None in values:
-            return "{" + ",".join("NULL" if value is None else str(value) for value in values) + "}"
-        return "{" + ",".join(map(str, values)) + "}"
+            return _array_text(values, str)
+        return "{" + ",".join(map(str, values)) + "}"  # ids: no NULL to look for
     if kinds == {bool}:
         return _array_text(values, _flag_text)
     if kinds == {str}:
