@@ -128,3 +128,21 @@ def test_an_unknown_relation_in_a_modes_same_mode_scope_is_refused(tmp_path):
     team.write_text("modes:\n  gpu_error: {same_mode_scope: [same_rack]}\n")
     with pytest.raises(CatalogError, match="modes.gpu_error.same_mode_scope: unknown relation"):
         load_catalog(team, use_env=False)
+
+
+def test_the_packaged_catalog_reads_the_same_with_libyaml_as_with_pure_python():
+    import yaml
+
+    from correlate.catalog import _SAFE_LOADER, packaged_catalog_text
+
+    assert _SAFE_LOADER is yaml.CSafeLoader  # PyYAML's wheels carry libyaml
+    text = packaged_catalog_text()
+    assert yaml.load(text, Loader=_SAFE_LOADER) == yaml.load(text, Loader=yaml.SafeLoader)
+
+
+def test_a_team_file_that_is_not_yaml_is_an_error_naming_the_file_and_line(tmp_path):
+    path = tmp_path / "team.yaml"
+    path.write_text("matchers:\n  - id: x\n    match: {alertname: [unclosed\n")
+    with pytest.raises(CatalogError) as caught:
+        load_catalog(path, use_env=False)
+    assert str(path) in str(caught.value) and "invalid YAML" in str(caught.value) and "line 3" in str(caught.value)
