@@ -12,6 +12,11 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+try:
+    import orjson
+except ImportError:  # pragma: no cover - optional speed-up (a dependency; json.loads reads alike)
+    orjson = None
+
 MAX_LABEL_VALUE = 16 * 1024
 MAX_LABEL_NAME = 1024
 MAX_ANNOTATION_VALUE = 64 * 1024
@@ -96,6 +101,9 @@ def decode_json(body: bytes) -> Any:
         raise PayloadError(f"body: not UTF-8 (invalid byte 0x{body[exc.start]:02x} at offset {exc.start})") from None
     if text.startswith("\ufeff"):
         text = text[1:]
+    document = _orjson_document(text)
+    if document is not _UNREAD:
+        return document
     try:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
@@ -110,16 +118,37 @@ def decode_json(body: bytes) -> Any:
     return document
 
 
+_UNREAD = object()
+
+
+def _orjson_document(text: str) -> Any:
+    """The document as json.loads reads it, read by orjson (`decode_json` of a storm's 78 kB
+    body, read by the webhook and again by the worker: 0.60 -> 0.32 ms), or _UNREAD where orjson
+    refuses the text (json.loads then reads it or words the error) and where it holds a number
+    with a fraction or an exponent: orjson reads integers past 64 bits as floats, where json.loads
+    keeps them exact (Alertmanager's bodies hold no float: their numbers are counts)."""
+    if orjson is None:
+        return _UNREAD
+    try:
+        document = orjson.loads(text)
+    except orjson.JSONDecodeError:
+        return _UNREAD
+    if _check_parsed_depth(document):
+        return _UNREAD
+    return document
+
+
 _JSON_STRING = re.compile(r'"(?:[^"\\]|\\.)*"')
 _BRACKETS = re.compile(r"[\[\]{}]")
 
 
-def _check_parsed_depth(document: Any) -> None:
-    """`_check_depth`'s verdict for a document json.loads has read: in valid JSON the brackets
-    outside strings are exactly its arrays and objects, so counting levels of containers gives
-    the same depth, at a tenth of the cost of scanning the text (0.15 against 1.1 ms per
-    100-alert body)."""
+def _check_parsed_depth(document: Any) -> bool:
+    """`_check_depth`'s verdict for a parsed document: in valid JSON the brackets outside strings
+    are exactly its arrays and objects, so counting levels of containers gives the same depth,
+    at a tenth of the cost of scanning the text (0.15 against 1.1 ms per 100-alert body).
+    Returns whether it holds a float (see `_orjson_document`)."""
     level = [document] if type(document) in (dict, list) else []
+    floats = type(document) is float
     depth = 0
     while level:
         depth += 1
@@ -127,8 +156,14 @@ def _check_parsed_depth(document: Any) -> None:
             raise PayloadError(f"body: JSON nested deeper than {MAX_JSON_DEPTH} levels")
         inner: list = []
         for node in level:
-            inner += [value for value in (node.values() if type(node) is dict else node) if type(value) in (dict, list)]
+            for value in node.values() if type(node) is dict else node:  # a plain loop: faster than a comprehension here
+                kind = type(value)
+                if kind is dict or kind is list:
+                    inner.append(value)
+                elif kind is float:
+                    floats = True
         level = inner
+    return floats
 
 
 def _check_depth(text: str) -> None:

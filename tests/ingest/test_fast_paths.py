@@ -62,6 +62,40 @@ def test_depth_limit_is_the_same_on_both_paths(levels):
     assert verdict(common.decode_json, text.encode()) == verdict(common._check_depth, text)
 
 
+number_values = st.recursive(
+    st.none() | st.booleans() | st.text(max_size=4) | st.floats() | st.integers()
+    | st.integers(min_value=2**63 - 2, max_value=2**64 + 2).flatmap(lambda n: st.sampled_from([n, -n])) | st.integers(min_value=10**19, max_value=10**40),
+    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=3), children, max_size=3),
+    max_leaves=30,
+)
+
+
+def typed(document):
+    """A document with every value's type beside it (1 == 1.0 == True in Python)."""
+    if isinstance(document, dict):
+        return {key: typed(value) for key, value in document.items()}
+    if isinstance(document, list):
+        return [typed(value) for value in document]
+    if isinstance(document, float) and document != document:
+        return ("nan", float)
+    return (document, type(document))
+
+
+@hsettings(max_examples=400, deadline=None)
+@given(number_values)
+def test_a_body_reads_exactly_as_json_loads_reads_it(document):
+    """orjson reads a body first (`_orjson_document`): integers past 64 bits, which it reads as
+    floats, and NaN or infinities, which it refuses, still come out as json.loads has them."""
+    text = json.dumps(document)
+    assert typed(common.decode_json(text.encode())) == typed(json.loads(text))
+
+
+@pytest.mark.parametrize("text", ['{"truncatedAlerts": 18446744073709551616}', '[-9223372036854775809, 1e400, NaN]',
+                                  '{"v": 0.1000000000000000055511151231257827}', '"\\ud800"', '{"a": 1, "a": 2}'])
+def test_numbers_orjson_reads_otherwise_read_as_json_loads_reads_them(text):
+    assert typed(common.decode_json(text.encode())) == typed(json.loads(text))
+
+
 def test_invalid_and_too_deep_says_too_deep_first():
     body = ("[" * 70 + "1,,").encode()
     with pytest.raises(common.PayloadError, match="nested deeper than 64"):
