@@ -1,10 +1,15 @@
 """Page-shaped reads, one function per page, each with a query-count test."""
 from __future__ import annotations
 
+from dataclasses import dataclass
 from datetime import datetime
+from datetime import timezone as datetime_timezone
 
 from django.conf import settings
-from django.db.models import Count, Prefetch
+from django.db import connection
+from django.db.models import Count, Min, Prefetch
+from django.utils import timezone
+from django.utils.dateparse import parse_datetime
 
 from incidents.runbooks import runbook_href
 from incidents.models import Alert, Delivery, Incident, Integration, RootCandidate
@@ -15,6 +20,7 @@ def home_page(*, limit: int = 50) -> dict:
         "alerts": list(Alert.objects.select_related("integration").order_by("-starts_at", "-id")[:limit]),
         "deliveries": latest_deliveries(20),
         "firing_count": Alert.objects.firing().count(),
+        "backlog": backlog(),
     }
 
 
@@ -30,7 +36,64 @@ def metrics_text() -> str:
         lines.append(f'rootline_alerts{{status="{status}"}} {count}')
     lines += ["# HELP rootline_integrations Configured integrations.", "# TYPE rootline_integrations gauge"]
     lines.append(f"rootline_integrations {Integration.objects.count()}")
+    waiting = backlog()
+    for name, help_text, value in (
+        ("rootline_ingest_waiting_deliveries", "Deliveries stored and not read yet.", waiting.deliveries),
+        ("rootline_ingest_lag_seconds", "Age of the oldest delivery not read yet (0: none waits).", waiting.deliveries_lag),
+        ("rootline_correlation_waiting_alerts", f"Stored alerts no correlation run has taken yet (counted up to {BACKLOG_COUNT_LIMIT}).",
+         waiting.alerts),
+        ("rootline_correlation_lag_seconds", "Age of the oldest stored alert no correlation run has taken yet (0: none waits).",
+         waiting.alerts_lag),
+    ):
+        lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge", f"{name} {value:g}"]
     return "\n".join(lines) + "\n"
+
+
+BACKLOG_COUNT_LIMIT = 100_000  # a storm's backlog is counted this far (a page or a scrape reads no further)
+BACKLOG_NOTICE_SECONDS = 5  # the triage page says Rootline is behind once an alert has waited this long
+
+
+@dataclass(frozen=True)
+class Backlog:
+    """What arrived and is not in incidents yet: deliveries not read and alerts not correlated,
+    each with how long the oldest has waited (seconds, 0 when none waits). In a storm stronger
+    than the machine, incidents keep growing for a while after the alerts came: the on-call must
+    know that what they see is not the whole picture yet."""
+
+    deliveries: int
+    deliveries_lag: float
+    alerts: int
+    alerts_lag: float
+    alerts_capped: bool  # more than BACKLOG_COUNT_LIMIT wait: `alerts` is that limit
+
+    @property
+    def lag(self) -> float:
+        return max(self.deliveries_lag, self.alerts_lag)
+
+    @property
+    def notable(self) -> bool:
+        return self.lag >= BACKLOG_NOTICE_SECONDS
+
+
+def backlog() -> Backlog:
+    """Two reads on the partial indexes that ingestion and correlation take their work from."""
+    now = timezone.now()
+    deliveries = Delivery.objects.filter(status=Delivery.Status.PENDING).aggregate(n=Count("id"), oldest=Min("received_at"))
+    # Counted over a limited subquery, which Django's aggregate() cannot express on a slice.
+    sql, params = Alert.objects.filter(correlated=False).values("received_at")[:BACKLOG_COUNT_LIMIT].query.sql_with_params()
+    with connection.cursor() as cursor:
+        cursor.execute(f"SELECT count(*), min(waiting.received_at) FROM ({sql}) waiting", params)
+        alerts, oldest = cursor.fetchone()
+    if isinstance(oldest, str):  # SQLite hands a raw aggregate back as text, in UTC without an offset
+        oldest = parse_datetime(oldest).replace(tzinfo=datetime_timezone.utc)
+    return Backlog(
+        deliveries=deliveries["n"], deliveries_lag=seconds_since(deliveries["oldest"], now),
+        alerts=alerts, alerts_lag=seconds_since(oldest, now), alerts_capped=alerts >= BACKLOG_COUNT_LIMIT,
+    )
+
+
+def seconds_since(moment: datetime | None, now: datetime) -> float:
+    return round(max(0.0, (now - moment).total_seconds()), 3) if moment else 0.0
 
 
 def broker_status() -> str:
@@ -87,6 +150,7 @@ def triage_page(*, status: str = "open", limit: int = 200) -> dict:
         "status": status,
         "counts": status_counts(),
         "deliveries": latest_deliveries(8),
+        "backlog": backlog(),
     }
 
 
