@@ -74,6 +74,25 @@ class Backlog:
     def notable(self) -> bool:
         return self.lag >= BACKLOG_NOTICE_SECONDS
 
+    @property
+    def alerts_wait(self) -> str:
+        return wait_text(self.alerts_lag)
+
+    @property
+    def deliveries_wait(self) -> str:
+        return wait_text(self.deliveries_lag)
+
+
+def wait_text(seconds: float) -> str:
+    """A wait as people read it: "39 s", "4 min 12 s", "2 h 1 min" (a stopped worker's alerts
+    can wait hours)."""
+    whole = int(seconds)
+    if whole < 60:
+        return f"{whole} s"
+    if whole < 3600:
+        return f"{whole // 60} min {whole % 60} s"
+    return f"{whole // 3600} h {whole % 3600 // 60} min"
+
 
 def backlog() -> Backlog:
     """Two reads on the partial indexes that ingestion and correlation take their work from."""

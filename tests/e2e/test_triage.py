@@ -83,3 +83,29 @@ def test_an_incident_whose_ranking_is_held_says_so(live_server, page, screenshot
     incident.save(update_fields=["ranking_held"])
     page.goto(f"{live_server.url}/?status=all")
     assert page.locator(".ranking-held").count() == 0
+
+
+def test_the_queue_says_rootline_is_behind_while_alerts_wait_for_correlation(live_server, page, screenshot, make_integration, deliver):
+    """In a storm stronger than the machine, what is stored waits for correlation: the queue says
+    how many alerts are not in an incident yet, so the on-call knows the picture is not whole."""
+    from datetime import timedelta
+
+    from django.utils import timezone
+
+    User.objects.create_user("oncall", password="night shift 42")
+    integration = make_integration()
+    for alert in cascade():
+        deliver(integration, am_body(alert))
+    waited = timezone.now() - timedelta(seconds=37)
+    for number in range(1200):
+        Alert.objects.create(fingerprint=f"storm{number}", starts_at=waited, status="firing", integration=integration,
+                             labels={"alertname": "LLMQueueWaitHigh", "pod": f"vllm-{number}", "cluster": "gpu-eu-01"},
+                             received_at=waited, correlation_key="gpu-eu-01")
+    sign_in(page, live_server, "oncall", "night shift 42")
+    notice = page.locator("[role=status].behind")
+    assert notice.is_visible()
+    assert "1,200 alerts received are not in an incident yet (the oldest has waited 3" in notice.inner_text()
+    assert page.locator("tr", has_text="KVCacheFragmentationHigh").count() == 1  # the incidents already made are still listed
+    screenshot("triage-behind")
+    page.goto(live_server.url + "/alerts/")
+    assert "1,200 alerts received" in page.locator("[role=status].behind").inner_text()

@@ -93,3 +93,14 @@ def test_one_waiting_alert_reads_in_the_singular(make_integration, viewer):
     waiting_alert(make_integration(), 1, waited=8)
     html = viewer.get("/").content.decode()
     assert "1 alert received is not in an incident yet (the oldest has waited 8 s)." in html
+
+
+@pytest.mark.parametrize("seconds, text", [(0.4, "0 s"), (8.9, "8 s"), (59.99, "59 s"), (60, "1 min 0 s"), (252, "4 min 12 s"),
+                                           (3599, "59 min 59 s"), (7260, "2 h 1 min"), (90061, "25 h 1 min")])
+def test_a_wait_reads_in_seconds_minutes_or_hours(seconds, text):
+    assert selectors.wait_text(seconds) == text
+
+
+def test_a_stopped_worker_shows_hours_of_waiting(make_integration, viewer):
+    waiting_alert(make_integration(), 1, waited=2 * 3600 + 75)
+    assert "(the oldest has waited 2 h 1 min)." in viewer.get("/").content.decode()
