@@ -7,7 +7,8 @@ from datetime import timezone as datetime_timezone
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count, Min, Prefetch
+from django.db.models import Count, IntegerField, Min, OuterRef, Prefetch, Subquery
+from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
@@ -128,7 +129,7 @@ def broker_status() -> str:
 
 def incidents_list(*, status: str = "open", since: datetime | None = None):
     """The incidents API's list (and the triage queue): newest first, counts in one query."""
-    incidents = Incident.objects.visible().select_related("root_alert", "assignee").annotate(alert_count=Count("alerts"))
+    incidents = Incident.objects.visible().select_related("root_alert", "assignee").annotate(alert_count=alert_count())
     if since is not None:
         incidents = incidents.filter(started_at__gte=since)
     if status == "open":
@@ -136,6 +137,15 @@ def incidents_list(*, status: str = "open", since: datetime | None = None):
     elif status == "resolved":
         incidents = incidents.filter(status=Incident.Status.RESOLVED)
     return incidents.order_by("-started_at", "-id")
+
+
+def alert_count() -> Coalesce:
+    """An incident's alert count, as a subquery per incident returned (the `incident_id` index)
+    rather than a join of every incident's alerts grouped before the LIMIT: PostgreSQL then
+    counted all 125,000 alerts of a storm for the triage queue's first 200 incidents (1.0 s; the
+    cost grew with every alert ever stored)."""
+    counted = Alert.objects.filter(incident=OuterRef("pk")).order_by().values("incident").annotate(n=Count("id")).values("n")
+    return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
 
 
 def chain_alerts(incidents) -> dict[int, Alert]:
@@ -147,7 +157,7 @@ def chain_alerts(incidents) -> dict[int, Alert]:
 def incident_detail(incident_id: int) -> Incident | None:
     return (
         Incident.objects.select_related("root_alert", "assignee")
-        .annotate(alert_count=Count("alerts"))
+        .annotate(alert_count=alert_count())
         .prefetch_related(
             Prefetch("alerts", queryset=Alert.objects.order_by("starts_at", "id")),
             "edges",
