@@ -103,6 +103,14 @@ class AlertQuerySet(models.QuerySet):
         return self.alias(_label_value=Cast(KeyTextTransform(key, "labels"), models.TextField())).filter(_label_value=value)
 
 
+def place_named(labels: dict) -> str:
+    """The narrowest place a label map names (an alert's `where`), "" when it names none."""
+    for name in ("exported_pod", "pod", "node", "Hostname", "hostname", "instance", "model_name", "model", "service", "namespace"):
+        if labels.get(name):
+            return labels[name]
+    return ""
+
+
 class Alert(models.Model):
     """One occurrence of an alert: a fingerprint firing from `starts_at`. A later firing of the
     same fingerprint is another occurrence, hence the unique pair."""
@@ -164,10 +172,7 @@ class Alert(models.Model):
     @property
     def where(self) -> str:
         """The narrowest place the labels name, for pages."""
-        for name in ("exported_pod", "pod", "node", "Hostname", "hostname", "instance", "model_name", "model", "service", "namespace"):
-            if self.labels.get(name):
-                return self.labels[name]
-        return ""
+        return place_named(self.labels)
 
     @cached_property
     def key(self) -> str:

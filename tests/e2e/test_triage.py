@@ -109,3 +109,34 @@ def test_the_queue_says_rootline_is_behind_while_alerts_wait_for_correlation(liv
     screenshot("triage-behind")
     page.goto(live_server.url + "/alerts/")
     assert "1,200 alerts received" in page.locator("[role=status].behind").inner_text()
+
+
+def test_a_storms_incident_page_sums_its_alerts_up_by_name_and_lists_the_first(live_server, page, screenshot, make_integration, deliver):
+    """An incident of hundreds of alerts: the page sums them up by name, lists the first 200 and
+    says how many more the API holds, instead of rendering every row (0.7 s for 943 alerts)."""
+    from incidents import selectors
+    from tests.incidents.conftest import DAY, FLEET, am_alert
+
+    User.objects.create_user("oncall", password="night shift 42")
+    integration = make_integration()
+    pods = [f"vllm-llama-7d9f8b6c4-{n:05d}" for n in range(130)]
+    deliver(integration, am_body(*[am_alert("KVCacheFragmentationHigh", f"{DAY}T01:45:00Z", pod=pod, **FLEET) for pod in pods]))
+    deliver(integration, am_body(*[am_alert("LLMContainerOOMKilled", f"{DAY}T02:00:00Z", pod=pod, container="vllm", **FLEET)
+                                   for pod in pods[:110]]))
+    incident = Alert.objects.get(alertname="LLMContainerOOMKilled", labels__pod=pods[0]).incident
+    assert incident.alerts.count() == 240
+    sign_in(page, live_server, "oncall", "night shift 42")
+    page.goto(f"{live_server.url}/incidents/{incident.pk}/")
+    card = page.locator(".card", has_text="Alerts (240)")
+    by_name = card.locator("table.by-name tbody tr").all_inner_texts()
+    assert by_name[0].split("\t")[0] == "KVCacheFragmentationHigh" and "\t130\t130\t" in by_name[0], by_name
+    assert by_name[1].split("\t")[0] == "LLMContainerOOMKilled" and "\t110\t110\t" in by_name[1], by_name
+    assert card.locator("table:not(.by-name) tbody tr").count() == selectors.PAGE_ALERTS
+    assert "… and 40 more alerts" in card.inner_text()
+    steps = page.locator(".card", has_text="Chain, cause before effect").locator("ol.chainlist li").all_inner_texts()
+    assert len(steps) == 2, steps  # one line per name, not 240
+    assert "KVCacheFragmentationHigh" in steps[0] and "× 130" in steps[0] and "on 130 places" in steps[0], steps
+    assert "LLMContainerOOMKilled" in steps[1] and "× 110" in steps[1], steps
+    screenshot("incident-storm")
+    page.set_viewport_size({"width": 1360, "height": 1000})
+    page.screenshot(path=str(screenshot("incident-storm").with_name("incident-storm-top.png")))
