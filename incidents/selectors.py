@@ -96,7 +96,8 @@ def wait_text(seconds: float) -> str:
 
 
 def backlog() -> Backlog:
-    """Two reads on the partial indexes that ingestion and correlation take their work from."""
+    """Two reads on the indexes ingestion and correlation take their work from (pending
+    deliveries by status, alerts not correlated by the partial index)."""
     now = timezone.now()
     deliveries = Delivery.objects.filter(status=Delivery.Status.PENDING).aggregate(n=Count("id"), oldest=Min("received_at"))
     # Counted over a limited subquery, which Django's aggregate() cannot express on a slice.
@@ -251,7 +252,7 @@ def chain_steps(chain: list[int]) -> list[dict]:
 
 def alerts_by_name(incident: Incident) -> list[dict]:
     """An incident's alerts summed up per name (and layer and mode): how many, how many still
-    firing, where they are spread, first and latest start; the names that started first first."""
+    firing, first and latest start; the names that started first first."""
     rows = (incident.alerts.order_by().values("alertname", "layer", "failure_mode")
             .annotate(count=Count("id"), firing=Count("id", filter=Q(status=Alert.Status.FIRING)),
                       first=Min("starts_at"), latest=Max("starts_at")))
