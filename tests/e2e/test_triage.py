@@ -115,15 +115,10 @@ def test_a_storms_incident_page_sums_its_alerts_up_by_name_and_lists_the_first(l
     """An incident of hundreds of alerts: the page sums them up by name, lists the first 200 and
     says how many more the API holds, instead of rendering every row (0.7 s for 943 alerts)."""
     from incidents import selectors
-    from tests.incidents.conftest import DAY, FLEET, am_alert
+    from tests.incidents.conftest import storm_incident_of
 
     User.objects.create_user("oncall", password="night shift 42")
-    integration = make_integration()
-    pods = [f"vllm-llama-7d9f8b6c4-{n:05d}" for n in range(130)]
-    deliver(integration, am_body(*[am_alert("KVCacheFragmentationHigh", f"{DAY}T01:45:00Z", pod=pod, **FLEET) for pod in pods]))
-    deliver(integration, am_body(*[am_alert("LLMContainerOOMKilled", f"{DAY}T02:00:00Z", pod=pod, container="vllm", **FLEET)
-                                   for pod in pods[:110]]))
-    incident = Alert.objects.get(alertname="LLMContainerOOMKilled", labels__pod=pods[0]).incident
+    incident = storm_incident_of(deliver, make_integration(), fragmented=130, killed=110)
     assert incident.alerts.count() == 240
     sign_in(page, live_server, "oncall", "night shift 42")
     page.goto(f"{live_server.url}/incidents/{incident.pk}/")

@@ -39,6 +39,19 @@ def cascade() -> list[dict]:
     ]
 
 
+def storm_incident_of(deliver, integration, *, fragmented: int, killed: int):
+    """One deployment's storm, delivered as Alertmanager groups it: KV fragmentation on `fragmented`
+    pods in one body, then OOM kills on the first `killed` of them in another; the incident they
+    land in (one, rooted at fragmentation)."""
+    from incidents.models import Alert
+
+    pods = [f"vllm-llama-7d9f8b6c4-{n:05d}" for n in range(fragmented)]
+    deliver(integration, am_body(*[am_alert("KVCacheFragmentationHigh", f"{DAY}T01:45:00Z", pod=pod, **FLEET) for pod in pods]))
+    deliver(integration, am_body(*[am_alert("LLMContainerOOMKilled", f"{DAY}T02:00:00Z", pod=pod, container="vllm", **FLEET)
+                                   for pod in pods[:killed]]))
+    return Alert.objects.get(alertname="LLMContainerOOMKilled", labels__pod=pods[0]).incident
+
+
 @pytest.fixture
 def users(db):
     def make(username: str, role: str | None) -> User:

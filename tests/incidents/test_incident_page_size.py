@@ -7,19 +7,14 @@ from django.contrib.auth.models import User
 
 from incidents import selectors
 from incidents.models import Alert
-from tests.incidents.conftest import DAY, FLEET, am_alert, am_body
+from tests.incidents.conftest import am_body, storm_incident_of
 
 pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
 def storm_incident(make_integration, deliver, settings):
-    integration = make_integration()
-    pods = [f"vllm-llama-7d9f8b6c4-{n:05d}" for n in range(120)]
-    deliver(integration, am_body(*[am_alert("KVCacheFragmentationHigh", f"{DAY}T01:45:00Z", pod=pod, **FLEET) for pod in pods]))
-    deliver(integration, am_body(*[am_alert("LLMContainerOOMKilled", f"{DAY}T02:00:00Z", pod=pod, container="vllm", **FLEET)
-                                   for pod in pods[:100]]))
-    incident = Alert.objects.get(alertname="LLMContainerOOMKilled", labels__pod=pods[0]).incident
+    incident = storm_incident_of(deliver, make_integration(), fragmented=120, killed=100)
     assert incident.alerts.count() == 220 and len(incident.chain) == 220
     return incident
 
