@@ -280,6 +280,12 @@ SPECTACULAR_SETTINGS = {
     "DESCRIPTION": "Alerts, incidents, timelines and postmortems of LLM inference fleets.",
     "VERSION": "1",
     "SERVE_INCLUDE_SCHEMA": False,
+    # Two models have a `status`: named here, a client generator gets stable enum names
+    # (otherwise drf-spectacular names the second by a hash, `Status5dcEnum`, and warns).
+    "ENUM_NAME_OVERRIDES": {
+        "AlertStatusEnum": "incidents.models.Alert.Status",
+        "IncidentStatusEnum": "incidents.models.Incident.Status",
+    },
 }
 
 LOGGING = {

@@ -514,6 +514,8 @@ def run_case(args, case: str, rate: float, seconds: float, work: Path) -> dict:
         "open_deliveries_at_end": result["open_at_end"], "db": counts, "tasks": task_times(log),
         "cpu_s": cpu_used, "send_ended_at": round(send_end, 3), "log": str(log),
         "python_loop_10m_s": {"before": round(machine_before, 3), "after": round(calibrate.loop_seconds(), 3)},  # bench/calibrate.py's loop
+        # This machine's PostgreSQL runs without it (its CI configuration): the tables are never analysed.
+        "postgres_autovacuum": psql("SHOW autovacuum"),
     }
 
 

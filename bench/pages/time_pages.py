@@ -9,7 +9,8 @@ until its next run: 125,066 alerts, ~840 incidents of up to ~950 alerts):
 
 Each path is requested --repeat times (2) through Django's test client (no HTTP server: the
 view, its queries and its template) by a user `pagetimer` in the responder group, created if
-missing; prints path, status, wall ms, response size and query count per request.
+missing; prints path, status, wall ms, response size and query count per request, and with
+`--slowest N` the N slowest queries of each (Django's own timing of each query).
 """
 from __future__ import annotations
 
@@ -27,6 +28,7 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("paths", nargs="+")
     parser.add_argument("--repeat", type=int, default=2)
+    parser.add_argument("--slowest", type=int, default=0, help="also print this many slowest queries of each request")
     args = parser.parse_args()
 
     import django
@@ -48,6 +50,8 @@ def main() -> int:
                 response = client.get(path)
                 wall = time.perf_counter() - began
             print(f"{path} {response.status_code} {wall * 1000:.0f} ms {len(response.content) / 1e6:.2f} MB {len(queries)} queries")
+            for query in sorted(queries.captured_queries, key=lambda q: -float(q["time"]))[:args.slowest]:
+                print(f"    {float(query['time']) * 1000:7.1f} ms  {query['sql'][:200]}")
     return 0
 
 
