@@ -168,14 +168,22 @@ class OccurrenceCopy:
         )
 
     def insert_sql(self, update_fields: list[str]) -> str:
+        """Insert new occurrences; update a stored one only where the view changes what it holds.
+        Alertmanager sends every alert of a group again with each notification of the group, and
+        a stored row rewritten with the same values costs as much as a new one (20,000 unchanged
+        views: 692-808 against 219-241 ms); a resolved view sent again would also mark its alert
+        for correlation again (`correlated` is what the view sets, not what it compares)."""
         quote = self.connection.ops.quote_name
-        updates = ", ".join(
-            f"{quote(column)} = EXCLUDED.{quote(column)}" for column in (Alert._meta.get_field(name).column for name in update_fields)
-        )
+        columns = [Alert._meta.get_field(name).column for name in update_fields]
+        updates = ", ".join(f"{quote(column)} = EXCLUDED.{quote(column)}" for column in columns)
+        compared = [column for column in columns if column != Alert._meta.get_field("correlated").column]
+        stored = ", ".join(f"{self.alert_table}.{quote(column)}" for column in compared)
+        sent = ", ".join(f"EXCLUDED.{quote(column)}" for column in compared)
         # Key order: concurrent drains upserting overlapping occurrences lock rows in the same order.
         return (
             f"INSERT INTO {self.alert_table} ({self.columns}) SELECT {self.columns} FROM {self.table} "
-            f"WHERE rootline_batch = %s ORDER BY {self.unique} ON CONFLICT ({self.unique}) DO UPDATE SET {updates}"
+            f"WHERE rootline_batch = %s ORDER BY {self.unique} ON CONFLICT ({self.unique}) DO UPDATE SET {updates} "
+            f"WHERE ({stored}) IS DISTINCT FROM ({sent})"
         )
 
 
