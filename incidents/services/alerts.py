@@ -194,6 +194,8 @@ def event_apply(*, integration: Integration, delivery: Delivery, event: ParsedAl
     if event.event_action == "trigger":
         if current is not None:
             relabelled = current.labels != event.labels
+            if not relabelled and current.annotations == event.annotations and current.alertname == event.alertname[:255]:
+                return  # a sender triggering again what it triggered (many do, every evaluation): nothing to write
             current.labels, current.annotations = event.labels, event.annotations
             current.alertname = event.alertname[:255]
             if relabelled:  # its layer, failure mode or scope may differ now: correlate it again

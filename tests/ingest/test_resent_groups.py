@@ -1,7 +1,10 @@
-"""Alertmanager sends every alert of a group again with each notification of the group: a view
-that changes nothing writes nothing (no new row version, no second correlation), and one that
-changes something is still written."""
+"""Senders repeat themselves: Alertmanager sends every alert of a group again with each
+notification of the group, Events API senders trigger an open key again at every evaluation. A
+view that changes nothing writes nothing (no new row version, no second correlation), and one
+that changes something is still written."""
 from __future__ import annotations
+
+import json
 
 import pytest
 from django.db import connection
@@ -58,3 +61,22 @@ def test_a_group_sent_again_rewrites_only_what_changed(make_integration, deliver
     assert row_versions()["vllm-b"][0] != before["vllm-b"][0]
     assert Alert.objects.get(labels__pod="vllm-b").labels["severity"] == "critical"
     assert Alert.objects.get(labels__pod="vllm-a").status == "resolved"
+
+
+def test_an_event_triggered_again_unchanged_writes_nothing(make_integration, store):
+    """Events API senders trigger an open dedup key again at every evaluation."""
+    require_postgres()
+    hook = make_integration("events")
+
+    def trigger(at: str, summary: str = "KV cache full on vllm-a") -> bytes:
+        return json.dumps({"routing_key": hook.plain_token, "event_action": "trigger", "dedup_key": "kv-a",
+                           "payload": {"summary": summary, "source": "vllm-a", "severity": "critical", "timestamp": at,
+                                       "custom_details": {"alertname": "VLLMKVCacheFull", "pod": "vllm-a"}}}).encode()
+
+    store(hook, trigger("2026-11-29T01:00:00Z"))
+    first = row_versions()["vllm-a"]
+    store(hook, trigger("2026-11-29T01:01:00Z"))
+    assert row_versions()["vllm-a"] == first
+    store(hook, trigger("2026-11-29T01:02:00Z", "KV cache still full on vllm-a"))
+    assert row_versions()["vllm-a"][0] != first[0]
+    assert Alert.objects.get().annotations["summary"] == "KV cache still full on vllm-a"
