@@ -6,15 +6,18 @@
 UPDATE incidents_alert SET correlated = false, incident_id = NULL, layer = NULL, failure_mode = NULL, classified_by = '', onset = NULL
  WHERE id IN (SELECT id FROM incidents_alert WHERE status = 'firing' ORDER BY id LIMIT 20000);
 VACUUM ANALYZE incidents_alert;
-CREATE TEMP TABLE v AS SELECT id, (id % 800) + 1 AS inc, 'engine'::text AS layer, 'oom'::text AS fm, 'catalog'::text AS cb, starts_at - interval '5 minutes' AS onset
- FROM incidents_alert WHERE NOT correlated;
-CREATE TABLE IF NOT EXISTS alert_correlation (alert_id bigint PRIMARY KEY, incident_id bigint, layer varchar(20), failure_mode varchar(30), classified_by varchar(40), onset timestamptz);
+CREATE TEMP TABLE v AS SELECT id, (id % 800) + 1 AS inc, 'engine'::text AS layer, 'oom'::text AS fm, 'catalog'::text AS cb,
+ starts_at - interval '5 minutes' AS onset FROM incidents_alert WHERE NOT correlated;
+CREATE TABLE IF NOT EXISTS alert_correlation (alert_id bigint PRIMARY KEY, incident_id bigint, layer varchar(20),
+ failure_mode varchar(30), classified_by varchar(40), onset timestamptz);
 CREATE INDEX IF NOT EXISTS alert_correlation_incident ON alert_correlation (incident_id);
+\set wide 'UPDATE incidents_alert t SET incident_id = v.inc, correlated = true, layer = v.layer, failure_mode = v.fm, classified_by = v.cb, onset = v.onset FROM v WHERE t.id = v.id'
+\set narrow 'INSERT INTO alert_correlation SELECT id, inc, layer, fm, cb, onset FROM v'
 -- wide (what the correlation worker does today) and narrow, alternating, each rolled back, three rounds
-BEGIN; UPDATE incidents_alert t SET incident_id = v.inc, correlated = true, layer = v.layer, failure_mode = v.fm, classified_by = v.cb, onset = v.onset FROM v WHERE t.id = v.id; ROLLBACK;
-BEGIN; INSERT INTO alert_correlation SELECT id, inc, layer, fm, cb, onset FROM v; ROLLBACK;
-BEGIN; UPDATE incidents_alert t SET incident_id = v.inc, correlated = true, layer = v.layer, failure_mode = v.fm, classified_by = v.cb, onset = v.onset FROM v WHERE t.id = v.id; ROLLBACK;
-BEGIN; INSERT INTO alert_correlation SELECT id, inc, layer, fm, cb, onset FROM v; ROLLBACK;
-BEGIN; UPDATE incidents_alert t SET incident_id = v.inc, correlated = true, layer = v.layer, failure_mode = v.fm, classified_by = v.cb, onset = v.onset FROM v WHERE t.id = v.id; ROLLBACK;
-BEGIN; INSERT INTO alert_correlation SELECT id, inc, layer, fm, cb, onset FROM v; ROLLBACK;
+BEGIN; :wide; ROLLBACK;
+BEGIN; :narrow; ROLLBACK;
+BEGIN; :wide; ROLLBACK;
+BEGIN; :narrow; ROLLBACK;
+BEGIN; :wide; ROLLBACK;
+BEGIN; :narrow; ROLLBACK;
 DROP TABLE alert_correlation;
