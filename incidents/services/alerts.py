@@ -194,10 +194,10 @@ def event_apply(*, integration: Integration, delivery: Delivery, event: ParsedAl
     if event.event_action == "trigger":
         if current is not None:
             relabelled = current.labels != event.labels
-            if not relabelled and current.annotations == event.annotations and current.alertname == event.alertname[:255]:
+            alertname = event.alertname[:255]
+            if not relabelled and current.annotations == event.annotations and current.alertname == alertname:
                 return  # a sender triggering again what it triggered (many do, every evaluation): nothing to write
-            current.labels, current.annotations = event.labels, event.annotations
-            current.alertname = event.alertname[:255]
+            current.labels, current.annotations, current.alertname = event.labels, event.annotations, alertname
             if relabelled:  # its layer, failure mode or scope may differ now: correlate it again
                 current.correlated = False
             current.save(update_fields=["labels", "annotations", "alertname"] + (["correlated"] if relabelled else []))
