@@ -11,7 +11,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
+from correlate import pagerduty
 from correlate.events import FIRING, RESOLVED, Alert, event_fingerprint
+
+_LABEL_LIMIT = 16 * 1024  # the webhook's limit on a label value (incidents/ingest/common.py)
 
 _FRACTION = re.compile(r"(\.\d{1,6})\d*")
 _OFFSET_NO_COLON = re.compile(r"([+-]\d{2})(\d{2})$")
@@ -143,17 +146,25 @@ def alert_from_event(body: Mapping[str, Any]) -> Alert | None:
 
 
 def _event_labels(payload: Mapping[str, Any], summary: str) -> dict[str, str]:
-    """custom_details (scalars, one level deep) plus source, component, group and class; the
-    alert name is custom_details.alertname, else class, else the summary."""
+    """custom_details (scalars, one level deep, without the group's alert lists and counts) plus
+    the group's common labels, source, component, group and class; named as the app names it
+    (`correlate.pagerduty.event_alertname`)."""
     details = payload.get("custom_details")
     labels: dict[str, str] = {}
     if isinstance(details, Mapping):
-        labels.update({str(k): v if isinstance(v, str) else json.dumps(v) for k, v in details.items()
-                       if v is not None and not isinstance(v, (dict, list))})
+        scalars = {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in details.items()
+                   if v is not None and not isinstance(v, (dict, list))}
+        labels.update({k: v for k, v in scalars.items() if not pagerduty.is_group_detail(k, v, _LABEL_LIMIT)})
+    explicit = dict(labels)
+    group = pagerduty.group_labels(details)
+    for key, value in group.items():
+        labels.setdefault(key, value)
     for key in ("source", "component", "group", "class"):
         if payload.get(key):
             labels.setdefault(key, str(payload[key]))
-    labels["alertname"] = labels.get("alertname") or str(payload.get("class") or "") or summary or "event"
+    labels["alertname"] = pagerduty.event_alertname(
+        details=explicit, group=group, klass=labels.get("class", ""), summary=summary
+    )
     return labels
 
 

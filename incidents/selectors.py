@@ -2,12 +2,12 @@
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime
+from datetime import datetime, timedelta
 from datetime import timezone as datetime_timezone
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count, IntegerField, Max, Min, OuterRef, Prefetch, Q, Subquery
+from django.db.models import Count, IntegerField, Max, Min, OuterRef, Prefetch, Q, Subquery, Sum
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -22,7 +22,28 @@ def home_page(*, limit: int = 50) -> dict:
         "deliveries": latest_deliveries(20),
         "firing_count": Alert.objects.firing().count(),
         "backlog": backlog(),
+        "truncated": truncated_since(timezone.now() - TRUNCATED_NOTICE_WINDOW),
     }
+
+
+TRUNCATED_NOTICE_WINDOW = timedelta(hours=24)
+
+
+@dataclass(frozen=True)
+class Truncated:
+    """Bodies a sender cut (Alertmanager's `max_alerts`): the alerts left out were never sent,
+    so no page shows them; the on-call must be told they exist."""
+
+    bodies: int
+    alerts: int
+
+
+def truncated_since(since: datetime | None = None) -> Truncated:
+    cut = Delivery.objects.filter(truncated_alerts__gt=0)
+    if since is not None:
+        cut = cut.filter(received_at__gte=since)
+    figures = cut.aggregate(bodies=Count("id"), alerts=Coalesce(Sum("truncated_alerts"), 0))
+    return Truncated(bodies=figures["bodies"], alerts=figures["alerts"])
 
 
 def metrics_text() -> str:
@@ -35,6 +56,16 @@ def metrics_text() -> str:
     lines += ["# HELP rootline_alerts Alert occurrences stored, by status.", "# TYPE rootline_alerts gauge"]
     for status, count in alerts_by_status().items():
         lines.append(f'rootline_alerts{{status="{status}"}} {count}')
+    truncated = truncated_since()
+    lines += [
+        "# HELP rootline_delivery_truncated_alerts Alerts senders left out of stored bodies (Alertmanager's truncatedAlerts,"
+        " max_alerts): never sent, so never stored; summed over bodies (a group re-sent cut counts again).",
+        "# TYPE rootline_delivery_truncated_alerts gauge",
+        f"rootline_delivery_truncated_alerts {truncated.alerts}",
+        "# HELP rootline_delivery_truncated_bodies Stored bodies a sender cut (truncatedAlerts > 0).",
+        "# TYPE rootline_delivery_truncated_bodies gauge",
+        f"rootline_delivery_truncated_bodies {truncated.bodies}",
+    ]
     lines += ["# HELP rootline_integrations Configured integrations.", "# TYPE rootline_integrations gauge"]
     lines.append(f"rootline_integrations {Integration.objects.count()}")
     waiting = backlog()

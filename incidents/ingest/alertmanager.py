@@ -23,6 +23,7 @@ from incidents.ingest.common import (
     expect_object,
     parse_time,
     string_map,
+    truncated_alerts,
     type_name,
 )
 
@@ -32,7 +33,7 @@ STATUSES = ("firing", "resolved")
 def parse(body: bytes, received_at: datetime) -> ParseResult:
     document = decode_json(body)
     alerts = alerts_array(document)
-    result = ParseResult()
+    result = ParseResult(truncated=truncated_alerts(document))
     for index, item in enumerate(alerts):
         try:
             result.alerts.append(parse_alert(item, f"alerts[{index}]", received_at))
@@ -48,11 +49,20 @@ def alerts_array(document: Any) -> list:
     if version is not None and version != "4":
         raise PayloadError(f"version: expected \"4\", got {str(version)[:20]!r}")
     if "alerts" not in document:
-        raise PayloadError("alerts: missing; an Alertmanager webhook body has an 'alerts' array")
+        raise PayloadError(f"alerts: missing; an Alertmanager webhook body has an 'alerts' array{other_format(document)}")
     alerts = document["alerts"]
     if not isinstance(alerts, list):
         raise PayloadError(f"alerts: expected an array, got {type_name(alerts)}")
     return alerts
+
+
+def other_format(document: dict) -> str:
+    """What a body sent to the wrong kind of integration looks like, to say where it belongs."""
+    if any(key in document for key in ("event_action", "routing_key", "service_key", "event_type")):
+        return " (this is a PagerDuty Events API body: send it to an `events` integration's URL)"
+    if any(key in document for key in ("ruleId", "ruleName", "evalMatches")):
+        return " (this is Grafana's legacy alerting webhook: send it to a `grafana` integration's URL)"
+    return ""
 
 
 def parse_alert(item: Any, path: str, received_at: datetime) -> ParsedAlert:

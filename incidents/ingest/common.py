@@ -78,6 +78,7 @@ class ParsedAlert:
 class ParseResult:
     alerts: list[ParsedAlert] = field(default_factory=list)
     rejected: list[Rejection] = field(default_factory=list)
+    truncated: int = 0  # alerts the sender left out of the body (Alertmanager's `truncatedAlerts`)
 
     def reject(self, exc: FieldError) -> None:
         self.rejected.append(Rejection(exc.path, exc.error))
@@ -178,6 +179,14 @@ def _check_depth(text: str) -> None:
                 raise PayloadError(f"body: JSON nested deeper than {MAX_JSON_DEPTH} levels")
         else:
             depth -= 1
+
+
+def truncated_alerts(document: dict) -> int:
+    """`truncatedAlerts`: how many alerts of the group a `max_alerts` receiver left out. They
+    were never sent, so they cannot be stored; the count is kept to say so. A value that is not
+    a count is read as 0 rather than costing the body."""
+    value = document.get("truncatedAlerts")
+    return value if type(value) is int and 0 < value < 2**31 else 0
 
 
 def type_name(value: Any) -> str:

@@ -1,8 +1,11 @@
-"""PagerDuty Events API v2 bodies (trigger / acknowledge / resolve) and PagerDuty Change Events.
+"""PagerDuty Events API v2 bodies (trigger / acknowledge / resolve), PagerDuty Change Events, and
+Events API v1 bodies (`service_key`, `event_type`, `incident_key`), read as v2.
 
 An event's labels are its payload's custom_details (scalars as strings, one level deep) plus
-source, component, group and class; its alert name is custom_details.alertname, else class,
-else the summary. Alertmanager's own pagerduty_configs send such events, one per alert group.
+source, component, group and class, plus the labels every alert of the group shares when the
+details hold the senders' alert lists (Alertmanager's and Grafana's PagerDuty notifiers send one
+event per group: `correlate.pagerduty`). Those lists, the counts beside them and any detail too
+long for a label are annotations, not labels. The alert name: `correlate.pagerduty.event_alertname`.
 A change event (no event_action) becomes an already-resolved occurrence of kind `change`.
 """
 from __future__ import annotations
@@ -11,6 +14,7 @@ import json
 from datetime import datetime
 from typing import Any
 
+from correlate import pagerduty
 from correlate.events import event_fingerprint
 from incidents.ingest.common import (
     MAX_ANNOTATION_VALUE,
@@ -37,6 +41,9 @@ def parse(body: bytes, received_at: datetime) -> ParseResult:
     document = decode_json(body)
     if isinstance(document, list):
         items = [(item, f"[{index}]") for index, item in enumerate(document)]
+    elif isinstance(document, dict) and isinstance(document.get("alerts"), list):
+        raise PayloadError("body: an Alertmanager or Grafana webhook body (an 'alerts' array), not a PagerDuty event: "
+                           "send it to an `alertmanager` or `grafana` integration's URL")
     elif isinstance(document, dict):
         items = [(document, "")]
     else:
@@ -54,19 +61,45 @@ def parse(body: bytes, received_at: datetime) -> ParseResult:
 
 
 def routing_key_of(body: bytes) -> str | None:
-    """The routing_key of a single event, for senders that authenticate with it instead of a header."""
+    """The routing_key (v1: service_key) of a single event, for senders that authenticate with it
+    instead of a header."""
     try:
         document = json.loads(body)
     except (ValueError, RecursionError):
         return None
     if isinstance(document, list) and document:
         document = document[0]
-    key = document.get("routing_key") if isinstance(document, dict) else None
+    if not isinstance(document, dict):
+        return None
+    key = document.get("routing_key") or document.get("service_key")
     return key if isinstance(key, str) else None
+
+
+V1_PATHS = {"payload.summary": "description", "payload.custom_details": "details", "payload": "body",
+            "dedup_key": "incident_key", "event_action": "event_type"}
 
 
 def parse_event(item: Any, prefix: str, received_at: datetime) -> ParsedAlert:
     event = expect_object(item, prefix or "body")
+    if not pagerduty.is_v1_event(event):
+        return parse_v2_event(event, prefix, received_at)
+    try:
+        return parse_v2_event(pagerduty.v1_as_v2(event), prefix, received_at)
+    except FieldError as exc:
+        raise FieldError(v1_path(exc.path, prefix), exc.error.replace("dedup_key", "incident_key")) from None
+
+
+def v1_path(path: str, prefix: str) -> str:
+    """A v2 field's path as the v1 body the sender wrote names it."""
+    head = f"{prefix}." if prefix else ""
+    inner = path[len(head):] if head and path.startswith(head) else path
+    for v2_name, v1_name in V1_PATHS.items():
+        if inner == v2_name or inner.startswith(f"{v2_name}."):
+            return head + v1_name + inner[len(v2_name):]
+    return path
+
+
+def parse_v2_event(event: dict, prefix: str, received_at: datetime) -> ParsedAlert:
     path = f"{prefix}." if prefix else ""
     payload = expect_object(event.get("payload"), f"{path}payload") if "payload" in event else {}
     action = event.get("event_action")
@@ -76,6 +109,7 @@ def parse_event(item: Any, prefix: str, received_at: datetime) -> ParsedAlert:
         return parse_change(payload, f"{path}payload", received_at)
     if action not in ACTIONS:
         raise FieldError(f"{path}event_action", f"expected one of {', '.join(ACTIONS)}, got {str(action)[:40]!r}")
+    details = payload.get("custom_details")
     summary = text_field(payload, "summary", f"{path}payload", required=action == "trigger")
     source = text_field(payload, "source", f"{path}payload", required=False)
     component = text_field(payload, "component", f"{path}payload", required=False)
@@ -94,7 +128,7 @@ def parse_event(item: Any, prefix: str, received_at: datetime) -> ParsedAlert:
         starts_at=at,
         ends_at=at if action == "resolve" else None,
         labels=labels,
-        annotations=event_annotations(payload, event, summary),
+        annotations={**group_details(details), **event_annotations(payload, event, summary)},
         generator_url=first_link(event),
         event_action=action,
     )
@@ -141,13 +175,14 @@ def event_time(payload: dict, path: str, received_at: datetime) -> datetime:
 def event_labels(payload: dict, path: str, summary: str) -> dict[str, str]:
     details = payload.get("custom_details")
     labels: dict[str, str] = {}
-    if isinstance(details, dict):
-        for key, value in details.items():
-            if value is None or isinstance(value, (dict, list)):
-                continue  # one level deep: nested structures stay in the stored body
-            text = value if isinstance(value, str) else json.dumps(value)
-            key_text = clean_text(key, f"{path}.custom_details", limit=1024)
+    for key, text in detail_scalars(details):
+        key_text = clean_text(key, f"{path}.custom_details", limit=1024)
+        if not pagerduty.is_group_detail(key_text, text, MAX_LABEL_VALUE):
             labels[key_text] = clean_text(text, f"{path}.custom_details.{key_text}", limit=MAX_LABEL_VALUE)
+    explicit = dict(labels)
+    group = group_labels(details)
+    for key, value in group.items():
+        labels.setdefault(key, value)
     for key in PAYLOAD_LABELS:
         value = payload.get(key)
         if value not in (None, ""):
@@ -155,9 +190,39 @@ def event_labels(payload: dict, path: str, summary: str) -> dict[str, str]:
     severity = payload.get("severity")
     if isinstance(severity, str) and severity in SEVERITIES:
         labels.setdefault("severity", severity)
-    if not labels.get("alertname"):
-        labels["alertname"] = (labels.get("class") or summary or "event")[:255]
+    labels["alertname"] = pagerduty.event_alertname(
+        details=explicit, group=group, klass=labels.get("class", ""), summary=summary
+    )[:255]
     return labels
+
+
+def detail_scalars(details: Any) -> list[tuple[Any, str]]:
+    """custom_details' scalar values as text (one level deep: nested structures stay in the
+    stored body)."""
+    if not isinstance(details, dict):
+        return []
+    return [(key, value if isinstance(value, str) else json.dumps(value))
+            for key, value in details.items() if value is not None and not isinstance(value, (dict, list))]
+
+
+def group_labels(details: Any) -> dict[str, str]:
+    """The group's common labels from the senders' alert lists, those a label can hold."""
+    try:
+        return {clean_text(key, "", limit=1024): clean_text(value, "", limit=MAX_LABEL_VALUE)
+                for key, value in pagerduty.group_labels(details).items()}
+    except FieldError:
+        return {}
+
+
+def group_details(details: Any) -> dict[str, str]:
+    """The details that describe the group (alert lists, counts, over-long texts), kept as
+    annotations a person reads on the alert's page; over 64 KiB they are cut, saying so (the
+    stored body keeps them whole)."""
+    kept: dict[str, str] = {}
+    for key, text in detail_scalars(details):
+        if isinstance(key, str) and text and pagerduty.is_group_detail(key, text, MAX_LABEL_VALUE):
+            kept[optional_text(key, limit=1024)] = optional_text(text, limit=MAX_ANNOTATION_VALUE)
+    return {key: value for key, value in kept.items() if key and value}
 
 
 def event_annotations(payload: dict, event: dict, summary: str) -> dict[str, str]:

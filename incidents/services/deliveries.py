@@ -95,6 +95,7 @@ def delivery_receive(
         delivery.rejected = [rejection.as_dict() for rejection in exc.rejected[:1000]]
     else:
         delivery.accepted = len(result.alerts)
+        delivery.truncated_alerts = result.truncated
         delivery.rejected = [rejection.as_dict() for rejection in result.rejected[:1000]]
         if not result.alerts:
             delivery.status = Delivery.Status.PROCESSED

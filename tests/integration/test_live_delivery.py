@@ -15,15 +15,6 @@ from tests.support.alertmanager import Alertmanager, make_alert
 pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
 
 
-@pytest.fixture
-def processing(request, settings):
-    """With a broker configured (CI), a real worker processes deliveries; without one, the
-    live server processes them eagerly, as `make run` does."""
-    if settings.CELERY_BROKER_URL:
-        return request.getfixturevalue("celery_worker_process")
-    return None
-
-
 def test_alertmanager_deliveries_to_a_live_server_are_stored_and_processed(live_server, make_integration, processing):
     binary = require_binary("alertmanager")
     integration = make_integration("alertmanager")

@@ -16,13 +16,6 @@ pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
 LIVE_ALERTS = ROOT.parent / "shared" / "testbed" / "live_alerts.sh"
 
 
-@pytest.fixture
-def processing(request, settings):
-    if settings.CELERY_BROKER_URL:
-        return request.getfixturevalue("start_workers")(1)
-    return None
-
-
 def test_live_cascade_from_real_alertmanager_is_one_incident_rooted_at_fragmentation(live_server, make_integration, processing, tmp_path):
     env = {**os.environ, "PROM": require_binary("prometheus"), "AM": require_binary("alertmanager")}
     if not LIVE_ALERTS.exists():

@@ -70,13 +70,6 @@ def quiet() -> bool:
     return not Delivery.objects.filter(status="pending").exists() and not Alert.objects.filter(correlated=False).exists()
 
 
-@pytest.fixture
-def processing(request, settings):
-    if settings.CELERY_BROKER_URL:
-        return request.getfixturevalue("start_workers")(1)
-    return None
-
-
 @pytest.mark.django_db(transaction=True)
 def test_replay_through_the_webhook_scores_as_the_engine_offline(fleet, live_server, make_integration, processing):
     truth = json.loads((fleet / "truth.json").read_text())

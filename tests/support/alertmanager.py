@@ -119,6 +119,7 @@ class Alertmanager:
     def __init__(self, webhook_url: str | None = None, bearer_token: str | None = None, *,
                  pagerduty_url: str | None = None, routing_key: str = "0" * 32,
                  pagerduty_details: Mapping[str, str] | None = None,
+                 pagerduty_defaults: bool = False,
                  group_by: Sequence[str] = ("alertname", "cluster"),
                  group_wait: str = "1s", group_interval: str = "2s",
                  repeat_interval: str = "1h", send_resolved: bool = True, max_alerts: int = 0,
@@ -132,6 +133,9 @@ class Alertmanager:
         self.routing_key = routing_key
         self.pagerduty_details = dict(DEFAULT_PD_DETAILS if pagerduty_details is None
                                       else pagerduty_details)
+        # True: the PagerDuty config a team writes first (url and key only), so Alertmanager's
+        # own defaults name the event and fill its details.
+        self.pagerduty_defaults = pagerduty_defaults
         self.group_by = list(group_by)
         self.group_wait, self.group_interval = group_wait, group_interval
         self.repeat_interval = repeat_interval
@@ -157,7 +161,10 @@ class Alertmanager:
                 wh["http_config"] = {"authorization": {"type": "Bearer",
                                                        "credentials": self.bearer_token}}
             receiver["webhook_configs"] = [wh]
-        if self.pagerduty_url:
+        if self.pagerduty_url and self.pagerduty_defaults:
+            receiver["pagerduty_configs"] = [{"url": self.pagerduty_url, "routing_key": self.routing_key,
+                                              "send_resolved": self.send_resolved}]
+        elif self.pagerduty_url:
             receiver["pagerduty_configs"] = [{
                 "url": self.pagerduty_url, "routing_key": self.routing_key,
                 "send_resolved": self.send_resolved,
