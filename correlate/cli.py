@@ -11,9 +11,9 @@ import sys
 from datetime import datetime, timezone
 from typing import Any, Sequence
 
-from correlate.batch import usable_processes
+from correlate.batch import correlate, usable_processes
 from correlate.catalog import load_catalog
-from correlate.engine import Correlator, correlate
+from correlate.engine import Correlator
 from correlate.io import read_alerts
 from correlate.results import Incident, Member
 

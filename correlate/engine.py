@@ -10,7 +10,6 @@ order. Clusters are independent, so a late alert replays only its own cluster.
 from __future__ import annotations
 
 import bisect
-import gc
 from itertools import islice
 from operator import attrgetter
 from datetime import datetime, timedelta, timezone
@@ -1710,39 +1709,3 @@ def _decision_keys(decision: Decision) -> tuple[str, ...]:
     if isinstance(decision, (Merge, Split)):
         return decision.alert_keys
     return (decision.alert_key,)
-
-
-def correlate(alerts: Iterable[Alert], decisions: Iterable[Decision] = (), catalog: Catalog | None = None, *,
-              processes: int = 1) -> list[Incident]:
-    """Batch correlation: the same answer as feeding `alerts` one by one to a Correlator.
-
-    With `processes` > 1 (and fork available), clusters are shared among that many processes,
-    this one included (`correlate/batch.py`); the answer is the same. Fork only from a process
-    that runs no other threads.
-
-    The cyclic garbage collector is paused for the call: a batch builds millions of long-lived
-    objects and no garbage cycles worth reclaiming, and the repeated full collections over that
-    growing heap cost a third of the run. It is re-enabled (if it was on) before returning.
-    """
-    from correlate import batch  # it imports this module
-
-    alerts = alerts if isinstance(alerts, (list, tuple)) else list(alerts)
-    decisions = list(decisions)
-    paused = gc.isenabled()
-    if paused:
-        gc.disable()
-    try:
-        catalog = catalog or load_catalog()
-        if batch.can_split(alerts, decisions, processes):
-            return batch.correlate_split(alerts, decisions, catalog, processes)
-        return correlate_here(alerts, decisions, catalog)
-    finally:
-        if paused:
-            gc.enable()
-
-
-def correlate_here(alerts: Sequence[Alert], decisions: Sequence[Decision], catalog: Catalog) -> list[Incident]:
-    """The batch in this process, the collector as the caller left it (correlate() pauses it)."""
-    correlator = Correlator(catalog, decisions)
-    correlator._ingest(alerts)
-    return correlator.incidents()

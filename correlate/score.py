@@ -11,7 +11,7 @@ import sys
 from typing import Sequence
 
 from correlate.catalog import load_catalog
-from correlate.engine import correlate
+from correlate.batch import correlate
 from correlate.io import read_alerts
 from correlate.scoring import (alertmanager_anchor, format_table, grouping_from_document,
                                grouping_from_incidents, keep_anchor, score)

@@ -16,7 +16,7 @@ from django.utils import timezone
 
 from incidents.correlation import correlation_run
 from incidents.correlation.run import key_lock
-from incidents.evidence.collect import evidence_enqueue
+from incidents.flow import evidence_enqueue
 from incidents.ingest.common import FieldError, parse_time
 from incidents.models import Alert, Decision, Incident, IncidentAction, IncidentEdge, RootCandidate, storable_id
 from incidents.services.integrations import ROLES

@@ -8,6 +8,7 @@ class IncidentsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
+        from incidents import tasks  # noqa: F401 - registers the tasks `incidents.flow` sends by name
         from rootline.postgres_types import use_c_timestamps
 
         connection_created.connect(use_c_timestamps, dispatch_uid="rootline-c-timestamps")

@@ -5,8 +5,9 @@ from celery import shared_task
 from django.core.cache import cache
 from django.db import DatabaseError
 
-from incidents import correlation, replay, services
-from incidents.evidence.collect import evidence_collect, evidence_collect_now
+from incidents import correlation, flow, replay, services
+from incidents.evidence.collect import evidence_collect
+from incidents.flow import evidence_collect_now
 from incidents.models import Incident
 
 
@@ -47,7 +48,7 @@ def requeue_stale_deliveries() -> int:
 @shared_task(name="incidents.requeue_uncorrelated", ignore_result=True)
 def requeue_uncorrelated() -> int:
     """Alerts stored but never correlated (their run's enqueue failed) are never left behind."""
-    return len(correlation.correlation_requeue_waiting())
+    return len(flow.correlation_requeue_waiting())
 
 
 @shared_task(name="incidents.apply_pending_actions", ignore_result=True)
@@ -70,12 +71,12 @@ def correlate_key(key: str, held_ranking: bool = False) -> None:
     Queued while the key's last run was still going, it first waits the pace that run asked for
     (ROOTLINE_CORRELATION_PACE_MS): queued again for later, its flag still held. `held_ranking`:
     the run a previous one asked for to rank the big incidents it held back (it takes new alerts too)."""
-    wait = correlation.pace_wait(key)
+    wait = flow.pace_wait(key)
     if wait:
-        correlate_key.apply_async((key,), {"held_ranking": held_ranking}, queue=correlation.correlation_queue(key), countdown=wait)
+        correlate_key.apply_async((key,), {"held_ranking": held_ranking}, queue=flow.correlation_queue(key), countdown=wait)
         return
     if held_ranking:
-        cache.delete(correlation.ranking_flag(key))  # from now on, a run holding rankings back asks for another
+        cache.delete(flow.ranking_flag(key))  # from now on, a run holding rankings back asks for another
     correlation.correlation_run(key=key, keep_state=True)
 
 

@@ -208,7 +208,7 @@ CELERY_TASK_ROUTES = {
 CORRELATION_SHARDS = env_whole("ROOTLINE_CORRELATION_SHARDS", 1, 1, 64)
 # After a run, the key's next run waits up to twice its length, at most this pace (milliseconds): a
 # trickle of deliveries shares runs instead of paying a run's fixed cost per delivery; the first
-# alert after a quiet spell goes at once (incidents/correlation/enqueue.py). 0: no pacing.
+# alert after a quiet spell goes at once (incidents/flow.py). 0: no pacing.
 CORRELATION_PACE_SECONDS = env_whole("ROOTLINE_CORRELATION_PACE_MS", 250, 0, 60_000, "milliseconds") / 1000
 # A correlation worker's run takes at most this many new alerts of its key, oldest first, each run
 # committed on its own (incidents/correlation/run.py). Bigger runs cost less per alert (a storm

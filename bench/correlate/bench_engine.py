@@ -39,7 +39,8 @@ from pathlib import Path
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from correlate.catalog import load_catalog  # noqa: E402
-from correlate.engine import Correlator, correlate  # noqa: E402
+from correlate.batch import correlate
+from correlate.engine import Correlator  # noqa: E402
 from correlate.events import FIRING, RESOLVED, Alert  # noqa: E402
 from correlate.testing import label_fingerprint  # noqa: E402
 

@@ -32,7 +32,8 @@ sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.correlate.end_to_end import build_storm  # noqa: E402
 from correlate.catalog import load_catalog  # noqa: E402
-from correlate.engine import Correlator, correlate  # noqa: E402
+from correlate.batch import correlate
+from correlate.engine import Correlator  # noqa: E402
 from correlate.events import Alert  # noqa: E402
 from correlate.io import parse_time  # noqa: E402
 

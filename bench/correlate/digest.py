@@ -28,7 +28,8 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench" / "correlate"))
 
 from correlate.catalog import load_catalog  # noqa: E402
-from correlate.engine import Correlator, correlate  # noqa: E402
+from correlate.batch import correlate
+from correlate.engine import Correlator  # noqa: E402
 from correlate.io import read_alerts  # noqa: E402
 
 SEEDS = (201, 202, 203)

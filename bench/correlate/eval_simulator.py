@@ -19,7 +19,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 
 from correlate.catalog import load_catalog  # noqa: E402
-from correlate.engine import correlate  # noqa: E402
+from correlate.batch import correlate  # noqa: E402
 from correlate.io import read_alerts  # noqa: E402
 from correlate.scoring import (Grouping, alertmanager_anchor, grouping_from_document,  # noqa: E402
                                grouping_from_incidents, keep_anchor, pairwise, root_top1)

@@ -45,7 +45,7 @@ def django_on_fresh_database(name: str) -> None:
     import django
 
     django.setup()
-    import incidents.correlation.enqueue as enqueue
+    import incidents.flow as enqueue
 
     enqueue.correlation_enqueue_now = lambda keys, paced=True: None
 

@@ -21,7 +21,7 @@ sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "correlate"))
 
 from correlate.catalog import load_catalog  # noqa: E402
-from correlate.engine import correlate  # noqa: E402
+from correlate.batch import correlate  # noqa: E402
 from correlate.scoring import (Grouping, alertmanager_anchor, grouping_from_document, grouping_from_incidents,  # noqa: E402
                                keep_anchor, pairwise, root_top1, score)
 

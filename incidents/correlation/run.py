@@ -26,11 +26,12 @@ from correlate.events import Alert as EngineAlert
 from correlate.results import Decision as EngineDecision
 from correlate.results import Exclude, FalsePositive, Merge, Split
 from incidents.catalog import catalog
-from incidents.correlation.enqueue import correlation_enqueue_later, correlation_enqueue_now, note_run_finished, pending_flag
+from incidents.flow import (
+    correlation_enqueue_later, correlation_enqueue_now, evidence_enqueue_for_changes, note_run_finished, pending_flag,
+)
 from incidents.correlation.keys import lookback
 from incidents.correlation.state import KEPT, KeyState
 from incidents.correlation.sync import SyncScope, incidents_sync
-from incidents.evidence.collect import evidence_enqueue_for_changes
 from incidents.gc_pause import freeze_run_survivors, full_collection_due, gc_paused
 from incidents.models import Alert, CorrelationLock, Decision, Incident
 

@@ -17,7 +17,6 @@ import logging
 import math
 import time
 from collections import defaultdict
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 
@@ -32,6 +31,7 @@ from incidents.evidence import queries
 from incidents.evidence.local import LocalSource
 from incidents.evidence.points import RangeSeries, labels_key, pack_points, unpack_points
 from incidents.evidence.prometheus import PrometheusError, PrometheusSource
+from incidents.flow import MIN_INTERVAL_SECONDS, evidence_pending_flag, evidence_started_key
 from incidents.models import Alert, EvidenceGap, EvidenceSeries, Incident
 
 logger = logging.getLogger(__name__)
@@ -68,116 +68,6 @@ class _Answer:
     errors: list[str]
 
 
-# Enqueueing ------------------------------------------------------------------------------
-
-
-def evidence_enqueue(incident_ids: Iterable[int]) -> None:
-    """Ask for a collection of each incident once its caller's transaction commits; one
-    pending collection per incident is enough, since a run reads the incident as it is then
-    (the flag is taken after commit for the reason `correlation_enqueue` gives). With a broker
-    it starts `SETTLE_SECONDS` later, so a burst of changes costs one collection."""
-    ids = sorted({int(pk) for pk in incident_ids if pk})
-    if ids:
-        transaction.on_commit(lambda: evidence_enqueue_now(ids), robust=True)
-
-
-def evidence_enqueue_for_changes(incident_ids: Iterable[int]) -> None:
-    """After correlation changed these incidents. Without a broker (the demo) collection would
-    run inside every webhook request, so there it waits for an explicit refresh, an import or
-    the demo loader instead."""
-    if not settings.CELERY_TASK_ALWAYS_EAGER:
-        evidence_enqueue(incident_ids)
-
-
-# A collection starts this long after the first change that asks for it, and no sooner than this
-# long after the incident's previous collection started; the changes in between ride on it: during
-# an alert storm correlation changes the same incidents every second, and each collection is
-# dozens of Prometheus range queries.
-SETTLE_SECONDS = 10
-MIN_INTERVAL_SECONDS = 60
-
-
-def evidence_enqueue_now(incident_ids: list[int]) -> None:
-    from incidents.tasks import collect_evidence, collect_evidence_each
-
-    if settings.CELERY_TASK_ALWAYS_EAGER:
-        for incident_id in incident_ids:
-            collect_evidence.delay_on_commit(incident_id)
-        return
-    now = time.time()
-    # One read for the lot: during a storm nearly every incident a correlation run touches has a
-    # collection pending already, and two cache round trips per incident per run took a tenth of
-    # the correlation worker's time (bench/correlate/end_to_end.py --profile, steady 500/s). A
-    # flag seen here and gone a moment later is no loss: the collection deletes it before it
-    # reads the incident, which has this change by then.
-    known = cache.get_many([pending_flag(pk) for pk in incident_ids] + [last_started_key(pk) for pk in incident_ids])
-    due: dict[int, list[int]] = defaultdict(list)  # whole seconds from now -> incidents
-    for incident_id in incident_ids:
-        if pending_flag(incident_id) in known:
-            continue
-        last = known.get(last_started_key(incident_id))
-        countdown = math.ceil(max(SETTLE_SECONDS, (last + MIN_INTERVAL_SECONDS - now) if last else 0))
-        if cache.add(pending_flag(incident_id), 1, timeout=countdown + 60):
-            due[countdown].append(incident_id)
-    # One message per moment: a storm's run opens hundreds of incidents at once, and a task sent
-    # for each took 3% of the correlation worker's time; the evidence worker, on its idle CPU,
-    # queues their collections (`collect_evidence_each`).
-    for countdown, ids in due.items():
-        if len(ids) == 1:
-            collect_evidence.apply_async((ids[0],), countdown=countdown)
-        else:
-            collect_evidence_each.apply_async((ids,), countdown=countdown)
-
-
-# Correlation comes first. An incident whose cluster has alerts stored and not yet correlated is
-# about to change (and to ask for its collection again), and in a storm the evidence worker's
-# range queries and upserts took CPU and database time the correlation workers were short of,
-# idle priority or not (bench/correlate/end_to_end.py, 5,000/s: p99 delivery -> incident 12.5 s
-# with collections running, 9.7 s without). Such a collection is put off WAIT_FOR_CORRELATION_SECONDS
-# at a time, at most WAIT_FOR_CORRELATION_AT_MOST_SECONDS in all, so a cluster that never stops
-# alerting still gets its evidence; Prometheus keeps the series for days, a wait loses nothing.
-WAIT_FOR_CORRELATION_SECONDS = 10
-WAIT_FOR_CORRELATION_AT_MOST_SECONDS = 120
-
-
-def evidence_collect_now(incident_ids: list[int], *, waited: int = 0) -> list[int]:
-    """The incidents whose collection runs now. The others' clusters still have alerts waiting
-    for correlation: their collection is queued again for later, in one message, and keeps its
-    pending flag, so the changes until then still ride on it."""
-    if settings.CELERY_TASK_ALWAYS_EAGER or waited >= WAIT_FOR_CORRELATION_AT_MOST_SECONDS:
-        return incident_ids
-    later = incidents_awaiting_correlation(incident_ids)
-    if not later:
-        return incident_ids
-    from incidents.tasks import collect_evidence, collect_evidence_each
-
-    wait = WAIT_FOR_CORRELATION_SECONDS
-    cache.set_many({pending_flag(pk): 1 for pk in later}, timeout=wait + 60)
-    if len(later) == 1:
-        collect_evidence.apply_async((later[0],), {"waited": waited + wait}, countdown=wait)
-    else:
-        collect_evidence_each.apply_async((later,), {"waited": waited + wait}, countdown=wait)
-    postponed = set(later)
-    return [pk for pk in incident_ids if pk not in postponed]
-
-
-def incidents_awaiting_correlation(incident_ids: list[int]) -> list[int]:
-    """Those of the incidents whose correlation key has alerts stored and not yet correlated
-    (one probe of the uncorrelated alerts' partial index per key)."""
-    keys = dict(Incident.objects.filter(pk__in=incident_ids).values_list("pk", "correlation_key"))
-    behind = {key for key in sorted(set(keys.values()))
-              if Alert.objects.filter(correlation_key=key, correlated=False).exists()}
-    return [pk for pk in incident_ids if keys.get(pk) in behind]
-
-
-def pending_flag(incident_id: int) -> str:
-    return f"rootline:evidence-pending:{incident_id}"
-
-
-def last_started_key(incident_id: int) -> str:
-    return f"rootline:evidence-started:{incident_id}"
-
-
 def incidents_overlapping(start: datetime, end: datetime) -> list[int]:
     """Incidents whose evidence window meets [start, end] (after an import of that span)."""
     return list(
@@ -206,8 +96,8 @@ def evidence_window(alerts: list[Alert], now: datetime) -> Window:
 
 
 def evidence_collect(*, incident_id: int, now: datetime | None = None) -> CollectResult:
-    cache.delete(pending_flag(incident_id))
-    cache.set(last_started_key(incident_id), time.time(), timeout=MIN_INTERVAL_SECONDS)
+    cache.delete(evidence_pending_flag(incident_id))
+    cache.set(evidence_started_key(incident_id), time.time(), timeout=MIN_INTERVAL_SECONDS)
     now = now or django_timezone.now()
     incident = Incident.objects.filter(pk=incident_id).first()
     if incident is None:

@@ -7,25 +7,21 @@ re-sends groups when they change and every repeat_interval, and retries 5xx.
 """
 from __future__ import annotations
 
-import atexit
 import hashlib
 import logging
-import os
-import threading
-import time
 import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
-from django.conf import settings
 from django.core.cache import cache
 from django.db import DatabaseError, IntegrityError, connections, router, transaction
 from django.db.backends.utils import CursorWrapper
 from django.db.models import F
 from django.utils import timezone
 
-from incidents.correlation import correlation_enqueue, correlation_key_of
+from incidents.correlation import correlation_key_of
+from incidents.flow import DRAIN_FLAG, correlation_enqueue, delivery_enqueue, drain_signal
 from incidents.gc_pause import gc_paused
 from incidents.ingest import ParsedAlert, PayloadError, parser_for
 from incidents.ingest.common import storable
@@ -42,8 +38,6 @@ REDACTED_HEADERS = {"authorization", "cookie", "proxy-authorization", "x-api-key
 DRAIN_BATCH = 500
 DRAIN_MAX_SECONDS = 20.0
 DRAIN_MAX_ATTEMPTS = 3
-DRAIN_FLAG = "rootline:drain-pending"
-DRAIN_FLAG_TTL = 30
 
 
 @dataclass(frozen=True)
@@ -177,88 +171,6 @@ def body_cursor(connection) -> CursorWrapper:
 LZ4_CHECKED: "weakref.WeakSet" = weakref.WeakSet()
 
 
-def delivery_enqueue(delivery_id: int) -> None:
-    """After the commit, get the delivery processed. With a shared cache (Redis) and a real
-    broker, a storm of deliveries shares a few drain tasks (`deliveries_drain`) instead of one
-    task per delivery, signalled by `DRAIN_SIGNALS` (no round trip in the request); otherwise
-    (eager Celery, the demo) one `process_delivery` per delivery."""
-    if settings.ROOTLINE_INGEST_DRAIN and not settings.CELERY_TASK_ALWAYS_EAGER:
-        transaction.on_commit(DRAIN_SIGNALS.owe)
-    else:
-        from incidents.tasks import process_delivery
-
-        process_delivery.delay_on_commit(delivery_id)
-
-
-def drain_signal() -> None:
-    """Enqueue a drain task unless one is queued and not yet started: the flag is set here and
-    cleared by the task as it starts, before it looks for pending deliveries, so a delivery
-    committed before this call is either seen by that task or signals a new one. A lost
-    message or a dead cache delays nothing beyond the flag's TTL and beat's requeue."""
-    from incidents.tasks import process_pending_deliveries
-
-    try:
-        first = cache.add(DRAIN_FLAG, 1, timeout=DRAIN_FLAG_TTL)
-    except Exception:  # noqa: BLE001 - no cache: enqueue anyway, a spare drain costs one query
-        logger.warning("drain flag unavailable; enqueueing a drain", exc_info=True)
-        first = True
-    if first:
-        process_pending_deliveries.delay()
-
-
-class DrainSignals:
-    """`drain_signal` for a web process, at most once per `interval`, off the request threads.
-
-    A webhook only notes, after its commit, that a signal is owed (a lock, no I/O); one
-    background thread per process sends it, at once if the last one is `interval` old, else
-    when it is. Every signal is sent after the commits that owed it, so each stored delivery is
-    seen by a drain that starts after its commit (`drain_signal`). A process that dies with a
-    signal owed leaves its deliveries to beat's `requeue_stale_deliveries` (2 minutes), as a
-    lost broker message would; a normal exit sends it (atexit)."""
-
-    def __init__(self, interval: float = 0.1, send: Callable[[], None] | None = None) -> None:
-        self.interval = interval
-        self.send = send or drain_signal
-        self.lock = threading.Lock()
-        self.wake = threading.Event()
-        self.owed = False
-        self.next_at = 0.0
-        self.pid: int | None = None
-
-    def owe(self) -> None:
-        with self.lock:
-            if self.owed:
-                return
-            self.owed = True
-            if self.pid != os.getpid():  # first use in this process (gunicorn forks its workers)
-                self.pid = os.getpid()
-                self.wake = threading.Event()
-                threading.Thread(target=self.run, name="rootline-drain-signal", daemon=True).start()
-                atexit.register(self.flush)
-        self.wake.set()
-
-    def run(self) -> None:
-        while True:
-            self.wake.wait()
-            delay = self.next_at - time.monotonic()
-            if delay > 0:
-                time.sleep(delay)
-            self.flush()
-
-    def flush(self) -> None:
-        with self.lock:
-            if not self.owed:
-                return
-            self.owed = False
-            self.wake.clear()
-            self.next_at = time.monotonic() + self.interval
-        try:
-            self.send()
-        except Exception:  # noqa: BLE001 - the deliveries stay pending: the next signal or beat's requeue takes them
-            logger.warning("could not signal a drain", exc_info=True)
-
-
-DRAIN_SIGNALS = DrainSignals()
 
 
 def delivery_with_digest(integration: Integration, digest: str) -> Delivery | None:

@@ -14,7 +14,8 @@ from datetime import datetime, timedelta, timezone
 import pytest
 
 from correlate.catalog import load_catalog
-from correlate.engine import Correlator, correlate
+from correlate.batch import correlate
+from correlate.engine import Correlator
 from correlate.events import FIRING, RESOLVED, Alert, occurrence_key
 from correlate.testing import label_fingerprint
 

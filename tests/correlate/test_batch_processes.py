@@ -11,7 +11,7 @@ import pytest
 
 from correlate import batch
 from correlate.catalog import load_catalog
-from correlate.engine import correlate
+from correlate.batch import correlate
 from correlate.events import Alert
 from correlate.results import Exclude, FalsePositive, Merge
 from correlate.testing import BASE_DAY, make_alert, make_change

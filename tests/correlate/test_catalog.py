@@ -106,7 +106,7 @@ def test_durations_read_like_prometheus(text, seconds):
 def test_a_mode_can_narrow_where_two_of_its_alerts_are_one_trouble(tmp_path):
     """Two GPU faults on sibling pods (different nodes) are one trouble under the packaged
     same_mode_scope; a team that says GPU faults fail device by device keeps them apart."""
-    from correlate.engine import correlate
+    from correlate.batch import correlate
     from correlate.testing import make_alert
 
     labels = {"cluster": "prod-a", "namespace": "llm"}

@@ -3,7 +3,8 @@ import random
 from dataclasses import fields
 
 from correlate.catalog import load_catalog
-from correlate.engine import Correlator, correlate
+from correlate.batch import correlate
+from correlate.engine import Correlator
 from correlate.events import RESOLVED, Alert
 from correlate.ranking import _Reachability, _reach, rank
 from correlate.results import Edge, Exclude, FalsePositive, Member, Merge, Split

@@ -4,7 +4,7 @@ from __future__ import annotations
 from datetime import timedelta
 
 from correlate.catalog import load_catalog
-from correlate.engine import correlate
+from correlate.batch import correlate
 from correlate.testing import BASE_DAY, make_alert
 
 CATALOG = load_catalog(use_env=False)

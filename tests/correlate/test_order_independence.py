@@ -5,7 +5,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from correlate.catalog import load_catalog
-from correlate.engine import Correlator, correlate
+from correlate.batch import correlate
+from correlate.engine import Correlator
 from correlate.events import RESOLVED, Alert
 from correlate.testing import BASE_DAY, make_alert, make_change
 

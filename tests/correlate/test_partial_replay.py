@@ -15,7 +15,8 @@ import pytest
 
 from correlate import engine
 from correlate.catalog import load_catalog
-from correlate.engine import Correlator, _Partition, _Replay, correlate
+from correlate.batch import correlate
+from correlate.engine import Correlator, _Partition, _Replay
 from correlate.events import FIRING, RESOLVED, Alert
 from correlate.results import Exclude
 from correlate.testing import BASE_DAY, label_fingerprint, make_change

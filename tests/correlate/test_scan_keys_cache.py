@@ -8,7 +8,8 @@ import random
 import pytest
 
 from correlate.catalog import load_catalog
-from correlate.engine import Correlator, correlate
+from correlate.batch import correlate
+from correlate.engine import Correlator
 from correlate.events import Alert
 from correlate.testing import label_fingerprint
 

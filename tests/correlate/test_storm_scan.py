@@ -10,7 +10,8 @@ import random
 from datetime import datetime, timedelta, timezone
 
 from correlate.catalog import load_catalog
-from correlate.engine import Correlator, correlate
+from correlate.batch import correlate
+from correlate.engine import Correlator
 from correlate.events import FIRING, Alert, occurrence_key
 from correlate.testing import label_fingerprint
 

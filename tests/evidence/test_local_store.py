@@ -80,7 +80,7 @@ def test_labels_with_escapes_and_exemplars_are_read(tmp_path):
 
 def test_import_metrics_asks_for_evidence_of_incidents_it_covers(story_file, story_incident, django_capture_on_commit_callbacks):
     incident = story_incident()
-    with mock.patch("incidents.evidence.collect.evidence_enqueue_now") as enqueue:
+    with mock.patch("incidents.flow.evidence_enqueue_now") as enqueue:
         with django_capture_on_commit_callbacks(execute=True):
             import_metrics(story_file)
     enqueue.assert_called_once_with([incident.pk])

@@ -12,8 +12,10 @@ from django.core.cache import cache
 from django.db import transaction
 
 from incidents.catalog import catalog
-from incidents.evidence import collect, queries
-from incidents.evidence.collect import evidence_collect, evidence_enqueue, evidence_window
+from incidents import flow
+from incidents.evidence import queries
+from incidents.evidence.collect import evidence_collect, evidence_window
+from incidents.flow import evidence_enqueue
 from incidents.tasks import collect_evidence
 
 T0 = datetime(2026, 11, 20, 1, 0, tzinfo=timezone.utc)
@@ -93,15 +95,15 @@ def test_collect_evidence_task_is_named_and_quiet_for_a_missing_incident():
 @pytest.mark.django_db
 def test_evidence_enqueue_waits_for_commit_and_collapses_repeats(settings, django_capture_on_commit_callbacks):
     settings.CELERY_TASK_ALWAYS_EAGER = False
-    cache.delete(collect.pending_flag(7))
-    cache.delete(collect.last_started_key(7))  # another test's collection of an incident 7 (the demo's) would delay the first
+    cache.delete(flow.evidence_pending_flag(7))
+    cache.delete(flow.evidence_started_key(7))  # another test's collection of an incident 7 (the demo's) would delay the first
     with mock.patch("incidents.tasks.collect_evidence.apply_async") as enqueue:
         with django_capture_on_commit_callbacks(execute=True):
             with transaction.atomic():
                 evidence_enqueue([7, 7])
-                assert cache.get(collect.pending_flag(7)) is None
+                assert cache.get(flow.evidence_pending_flag(7)) is None
                 enqueue.assert_not_called()
-        enqueue.assert_called_once_with((7,), countdown=collect.SETTLE_SECONDS)  # a burst of changes rides on one
+        enqueue.assert_called_once_with((7,), countdown=flow.SETTLE_SECONDS)  # a burst of changes rides on one
         with django_capture_on_commit_callbacks(execute=True):
             evidence_enqueue([7])  # still pending: nothing more
         enqueue.assert_called_once()
@@ -110,9 +112,9 @@ def test_evidence_enqueue_waits_for_commit_and_collapses_repeats(settings, djang
             evidence_enqueue([7])
         assert enqueue.call_count == 2
         countdown = enqueue.call_args.kwargs["countdown"]  # but no sooner than a minute after that run began
-        assert collect.MIN_INTERVAL_SECONDS - 5 < countdown <= collect.MIN_INTERVAL_SECONDS
-    cache.delete(collect.pending_flag(7))
-    cache.delete(collect.last_started_key(7))
+        assert flow.MIN_INTERVAL_SECONDS - 5 < countdown <= flow.MIN_INTERVAL_SECONDS
+    cache.delete(flow.evidence_pending_flag(7))
+    cache.delete(flow.evidence_started_key(7))
 
 
 @pytest.mark.django_db
@@ -122,11 +124,11 @@ def test_evidence_enqueue_reads_the_cache_once_for_many_incidents(settings, djan
     settings.CELERY_TASK_ALWAYS_EAGER = False
     ids = list(range(9001, 9031))
     for pk in ids:
-        cache.delete(collect.pending_flag(pk))
-        cache.delete(collect.last_started_key(pk))
+        cache.delete(flow.evidence_pending_flag(pk))
+        cache.delete(flow.evidence_started_key(pk))
     for pk in ids[::3]:
-        cache.set(collect.pending_flag(pk), 1)
-    cache.set(collect.last_started_key(ids[1]), time.time() - 20)
+        cache.set(flow.evidence_pending_flag(pk), 1)
+    cache.set(flow.evidence_started_key(ids[1]), time.time() - 20)
     reads, inside = [], []
     get_many, get = cache.get_many, cache.get
 
@@ -155,12 +157,12 @@ def test_evidence_enqueue_reads_the_cache_once_for_many_incidents(settings, djan
     queued = {call.args[0][0]: call.kwargs["countdown"] for call in enqueue.call_args_list}
     queued.update({pk: call.kwargs["countdown"] for call in enqueue_each.call_args_list for pk in call.args[0][0]})
     assert sorted(queued) == [pk for pk in ids if pk not in ids[::3]]
-    assert queued[ids[2]] == collect.SETTLE_SECONDS
-    assert collect.MIN_INTERVAL_SECONDS - 25 < queued[ids[1]] <= collect.MIN_INTERVAL_SECONDS - 20
-    assert all(cache.get(collect.pending_flag(pk)) == 1 for pk in ids)
+    assert queued[ids[2]] == flow.SETTLE_SECONDS
+    assert flow.MIN_INTERVAL_SECONDS - 25 < queued[ids[1]] <= flow.MIN_INTERVAL_SECONDS - 20
+    assert all(cache.get(flow.evidence_pending_flag(pk)) == 1 for pk in ids)
     for pk in ids:
-        cache.delete(collect.pending_flag(pk))
-        cache.delete(collect.last_started_key(pk))
+        cache.delete(flow.evidence_pending_flag(pk))
+        cache.delete(flow.evidence_started_key(pk))
 
 
 @pytest.mark.django_db
@@ -202,7 +204,7 @@ def clusters(make_integration):
                                  labels={"alertname": "TargetDown", "cluster": key}, integration=integration, received_at=T0,
                                  correlation_key=key, correlated=correlated, incident=incident if correlated else None)
         made[key] = incident
-        cache.delete(collect.pending_flag(incident.pk))
+        cache.delete(flow.evidence_pending_flag(incident.pk))
     return made
 
 
@@ -214,13 +216,13 @@ def test_a_collection_waits_while_its_cluster_has_alerts_waiting_for_correlation
             mock.patch("incidents.tasks.collect_evidence.apply_async") as again:
         collect_evidence(waiting)
         collected.assert_not_called()
-        again.assert_called_once_with((waiting,), {"waited": collect.WAIT_FOR_CORRELATION_SECONDS},
-                                      countdown=collect.WAIT_FOR_CORRELATION_SECONDS)
-        assert cache.get(collect.pending_flag(waiting)) == 1  # changes until then ride on it
+        again.assert_called_once_with((waiting,), {"waited": flow.WAIT_FOR_CORRELATION_SECONDS},
+                                      countdown=flow.WAIT_FOR_CORRELATION_SECONDS)
+        assert cache.get(flow.evidence_pending_flag(waiting)) == 1  # changes until then ride on it
         collect_evidence(caught_up)
         collected.assert_called_once_with(incident_id=caught_up)
         # a cluster that never stops alerting still gets its evidence, after a bounded wait
-        collect_evidence(waiting, waited=collect.WAIT_FOR_CORRELATION_AT_MOST_SECONDS)
+        collect_evidence(waiting, waited=flow.WAIT_FOR_CORRELATION_AT_MOST_SECONDS)
         assert collected.call_args_list[-1] == mock.call(incident_id=waiting)
         assert again.call_count == 1
     from incidents.models import Alert
@@ -229,7 +231,7 @@ def test_a_collection_waits_while_its_cluster_has_alerts_waiting_for_correlation
     with mock.patch("incidents.tasks.evidence_collect") as collected:
         collect_evidence(waiting)
     collected.assert_called_once_with(incident_id=waiting)
-    cache.delete(collect.pending_flag(waiting))
+    cache.delete(flow.evidence_pending_flag(waiting))
 
 
 @pytest.mark.django_db
@@ -246,12 +248,12 @@ def test_collect_evidence_each_puts_off_the_waiting_clusters_together(settings, 
         collect_evidence_each(ids, waited=20)
     assert [call.args for call in collect_one.call_args_list] == [(clusters["gpu-b"].pk,)]
     again.assert_called_once_with(([clusters["gpu-a"].pk, other.pk],), {"waited": 30},
-                                  countdown=collect.WAIT_FOR_CORRELATION_SECONDS)
+                                  countdown=flow.WAIT_FOR_CORRELATION_SECONDS)
     for pk in ids:
-        cache.delete(collect.pending_flag(pk))
+        cache.delete(flow.evidence_pending_flag(pk))
 
 
 @pytest.mark.django_db
 def test_without_a_broker_collections_never_wait(settings, clusters):
     settings.CELERY_TASK_ALWAYS_EAGER = True
-    assert collect.evidence_collect_now([clusters["gpu-a"].pk]) == [clusters["gpu-a"].pk]
+    assert flow.evidence_collect_now([clusters["gpu-a"].pk]) == [clusters["gpu-a"].pk]

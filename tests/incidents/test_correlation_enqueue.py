@@ -12,8 +12,7 @@ import pytest
 from django.core.cache import cache
 from django.db import transaction
 
-from incidents import correlation
-from incidents.correlation import enqueue
+from incidents import flow
 
 pytestmark = pytest.mark.django_db
 
@@ -21,7 +20,7 @@ pytestmark = pytest.mark.django_db
 @pytest.fixture
 def queued(settings):
     settings.CELERY_TASK_ALWAYS_EAGER = False
-    flags = [correlation.pending_flag("c1"), enqueue.next_run_flag("c1"), correlation.ranking_flag("c1")]
+    flags = [flow.pending_flag("c1"), flow.next_run_flag("c1"), flow.ranking_flag("c1")]
     cache.delete_many(flags)
     with mock.patch("incidents.tasks.correlate_key.apply_async") as apply_async:
         yield apply_async
@@ -31,13 +30,13 @@ def queued(settings):
 def test_the_flag_is_taken_after_commit_and_one_run_is_queued(queued, django_capture_on_commit_callbacks):
     with django_capture_on_commit_callbacks(execute=True):
         with transaction.atomic():
-            correlation.correlation_enqueue(["c1", "c1"])
-            assert cache.get(correlation.pending_flag("c1")) is None  # a run starting now leaves room for the next
+            flow.correlation_enqueue(["c1", "c1"])
+            assert cache.get(flow.pending_flag("c1")) is None  # a run starting now leaves room for the next
             queued.assert_not_called()
     queued.assert_called_once_with(("c1",), queue="rootline-correlation")
-    assert cache.get(correlation.pending_flag("c1")) == 1
+    assert cache.get(flow.pending_flag("c1")) == 1
     with django_capture_on_commit_callbacks(execute=True):
-        correlation.correlation_enqueue(["c1"])  # already pending: nothing more
+        flow.correlation_enqueue(["c1"])  # already pending: nothing more
     queued.assert_called_once()
 
 
@@ -45,37 +44,37 @@ def test_a_rolled_back_transaction_leaves_no_flag_and_queues_nothing(queued, dja
     with django_capture_on_commit_callbacks(execute=True):
         with pytest.raises(RuntimeError):
             with transaction.atomic():
-                correlation.correlation_enqueue(["c1"])
+                flow.correlation_enqueue(["c1"])
                 raise RuntimeError("the batch failed")
     queued.assert_not_called()
-    assert cache.get(correlation.pending_flag("c1")) is None
+    assert cache.get(flow.pending_flag("c1")) is None
 
 
 def test_with_shards_a_key_always_goes_to_the_same_queue_and_keys_spread(queued, settings, django_capture_on_commit_callbacks):
     settings.CORRELATION_SHARDS = 3
     keys = [f"cluster-{n}" for n in range(30)]
     for key in keys:
-        cache.delete(correlation.pending_flag(key))
+        cache.delete(flow.pending_flag(key))
     with django_capture_on_commit_callbacks(execute=True):
-        correlation.correlation_enqueue(keys)
+        flow.correlation_enqueue(keys)
     queues = {call.args[0][0]: call.kwargs["queue"] for call in queued.call_args_list}
     assert set(queues) == set(keys)
     assert set(queues.values()) == {"rootline-correlation-0", "rootline-correlation-1", "rootline-correlation-2"}
-    assert all(correlation.correlation_queue(key) == queue for key, queue in queues.items())
+    assert all(flow.correlation_queue(key) == queue for key, queue in queues.items())
     for key in keys:
-        cache.delete(correlation.pending_flag(key))
+        cache.delete(flow.pending_flag(key))
 
 
 def test_a_key_that_just_ran_waits_twice_its_last_run_at_most_a_pace(queued, settings, django_capture_on_commit_callbacks):
     settings.CORRELATION_PACE_SECONDS = 0.25
     with django_capture_on_commit_callbacks(execute=True):
-        correlation.correlation_enqueue(["c1"])  # quiet until now: at once
+        flow.correlation_enqueue(["c1"])  # quiet until now: at once
     assert "countdown" not in queued.call_args.kwargs
     for run_seconds, longest in ((0.05, 0.1), (2.0, 0.25)):
-        cache.delete(correlation.pending_flag("c1"))  # the run starts: it clears the flag, runs, notes its length
-        enqueue.note_run_finished("c1", run_seconds)
+        cache.delete(flow.pending_flag("c1"))  # the run starts: it clears the flag, runs, notes its length
+        flow.note_run_finished("c1", run_seconds)
         with django_capture_on_commit_callbacks(execute=True):
-            correlation.correlation_enqueue(["c1"])
+            flow.correlation_enqueue(["c1"])
         assert longest - 0.05 < queued.call_args.kwargs["countdown"] <= longest
 
 
@@ -86,8 +85,8 @@ def test_a_key_that_just_ran_waits_twice_its_last_run_at_most_a_pace(queued, set
 ], ids=["cheap-last-run", "slice-requeue", "no-pace"])
 def test_queued_at_once(queued, settings, pace, last_run_seconds, paced):
     settings.CORRELATION_PACE_SECONDS = pace
-    enqueue.note_run_finished("c1", last_run_seconds)
-    correlation.correlation_enqueue_now(["c1"], paced=paced)
+    flow.note_run_finished("c1", last_run_seconds)
+    flow.correlation_enqueue_now(["c1"], paced=paced)
     queued.assert_called_once_with(("c1",), queue="rootline-correlation")
 
 
@@ -95,14 +94,14 @@ def test_a_run_queued_during_the_last_one_waits_its_pace_when_it_starts(queued, 
     from incidents.tasks import correlate_key
 
     settings.CORRELATION_PACE_SECONDS = 0.25
-    cache.set(correlation.pending_flag("c1"), 1)
-    enqueue.note_run_finished("c1", 0.05)  # the run before ended just now and asked for 0.1 s
+    cache.set(flow.pending_flag("c1"), 1)
+    flow.note_run_finished("c1", 0.05)  # the run before ended just now and asked for 0.1 s
     with mock.patch("incidents.correlation.correlation_run") as run:
         correlate_key("c1")
     run.assert_not_called()
     assert 0.05 < queued.call_args.kwargs["countdown"] <= 0.1
-    assert cache.get(correlation.pending_flag("c1")) == 1  # still pending: no second run is queued meanwhile
-    cache.delete(enqueue.next_run_flag("c1"))
+    assert cache.get(flow.pending_flag("c1")) == 1  # still pending: no second run is queued meanwhile
+    cache.delete(flow.next_run_flag("c1"))
     with mock.patch("incidents.correlation.correlation_run") as run:
         correlate_key("c1")
     run.assert_called_once_with(key="c1", keep_state=True)
@@ -114,18 +113,18 @@ def test_a_run_queued_for_held_rankings_keeps_no_new_alert_waiting(queued, djang
     queueing a run, and their alerts waited for it."""
     from incidents.tasks import correlate_key
 
-    enqueue.correlation_enqueue_later("c1", 4.0)
+    flow.correlation_enqueue_later("c1", 4.0)
     queued.assert_called_once_with(("c1",), {"held_ranking": True}, queue="rootline-correlation", countdown=4.0)
-    enqueue.correlation_enqueue_later("c1", 4.0)  # one is queued already: nothing more
+    flow.correlation_enqueue_later("c1", 4.0)  # one is queued already: nothing more
     assert queued.call_count == 1
     with django_capture_on_commit_callbacks(execute=True):
-        correlation.correlation_enqueue(["c1"])  # new alerts: a run now, not in 4 s
+        flow.correlation_enqueue(["c1"])  # new alerts: a run now, not in 4 s
     assert queued.call_count == 2 and queued.call_args == mock.call(("c1",), queue="rootline-correlation")
     with mock.patch("incidents.correlation.correlation_run") as run:
         correlate_key("c1", held_ranking=True)  # the held-ranking run starts: the next run holding some back may ask again
     run.assert_called_once_with(key="c1", keep_state=True)
-    assert cache.get(correlation.ranking_flag("c1")) is None
-    enqueue.correlation_enqueue_later("c1", 4.0)
+    assert cache.get(flow.ranking_flag("c1")) is None
+    flow.correlation_enqueue_later("c1", 4.0)
     assert queued.call_count == 3
 
 
@@ -151,10 +150,10 @@ def test_beat_requeues_the_keys_whose_alerts_no_run_took(queued, settings):
 def test_keys_with_a_run_queued_cost_one_read_for_all(queued):
     """An ingestion batch in a storm names keys whose runs are queued already: one read of all
     their flags, and a flag taken (and a run queued) only for the others."""
-    cache.delete(correlation.pending_flag("c2"))
-    cache.set(correlation.pending_flag("c1"), 1)
+    cache.delete(flow.pending_flag("c2"))
+    cache.set(flow.pending_flag("c1"), 1)
     with mock.patch.object(cache, "add", wraps=cache.add) as add:
-        correlation.correlation_enqueue_now(["c1", "c2"])
-    assert [call.args[0] for call in add.call_args_list] == [correlation.pending_flag("c2")]
+        flow.correlation_enqueue_now(["c1", "c2"])
+    assert [call.args[0] for call in add.call_args_list] == [flow.pending_flag("c2")]
     queued.assert_called_once_with(("c2",), queue="rootline-correlation")
-    cache.delete(correlation.pending_flag("c2"))
+    cache.delete(flow.pending_flag("c2"))

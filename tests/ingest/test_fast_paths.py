@@ -181,13 +181,13 @@ def am_body(*labels: dict, **alert: object) -> bytes:
 def wsgi(settings, monkeypatch):
     """Both handlers for real, as gunicorn calls them: outside a test transaction (they manage
     the connection per request, as Django's request signals do), deliveries left pending."""
-    from incidents.services import deliveries
+    from incidents import flow
     from rootline import wsgi
 
     assert wsgi.LEAN, "the short webhook path is off: MIDDLEWARE changed?"
     settings.ROOTLINE_INGEST_DRAIN = True
     settings.CELERY_TASK_ALWAYS_EAGER = False
-    monkeypatch.setattr(deliveries, "DRAIN_SIGNALS", deliveries.DrainSignals(send=lambda: None))
+    monkeypatch.setattr(flow, "DRAIN_SIGNALS", flow.DrainSignals(send=lambda: None))
     return wsgi
 
 
@@ -334,7 +334,7 @@ def test_a_dropped_connection_is_retried_once_and_stores_once(make_integration, 
 
 def test_drain_signals_cover_every_commit():
     """Every owe() is followed by a signal sent after it (from the one background thread)."""
-    from incidents.services.deliveries import DrainSignals
+    from incidents.flow import DrainSignals
 
     owed = [0]
     covered = [0]

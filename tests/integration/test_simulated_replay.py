@@ -19,7 +19,7 @@ import requests
 from django.core.management import call_command
 
 from correlate import simulator
-from correlate.engine import correlate
+from correlate.batch import correlate
 from correlate.io import read_alerts
 from correlate.scoring import grouping_from_document, grouping_from_incidents, score
 from incidents import selectors, services
