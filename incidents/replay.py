@@ -1,4 +1,4 @@
-"""Action lines (`import_actions`, `demo`): each is applied through `incident_act` as its user `by`,
+"""Action lines (`import_actions`, `demo`): each is applied through its typed service as its user `by`,
 at its `at`, to the incident holding its alert then. Lines name alerts by fingerprint (the
 occurrence firing at the action's `at`), since alert ids differ between installations.
 
@@ -21,9 +21,11 @@ from django.db import IntegrityError
 from django.db.models import Q
 from django.utils import timezone
 
-from incidents.actions import ActionError, action_body_check, incident_act, require_role, unstorable
+from incidents.action_bodies import action_call, unstorable
 from incidents.ingest.common import FieldError, parse_time
 from incidents.models import Alert, Incident, IncidentAction, PendingAction
+from incidents.services.errors import RootlineError
+from incidents.services.roles import require_role
 
 logger = logging.getLogger(__name__)
 
@@ -33,10 +35,8 @@ NAMING_FIELDS = ("by", "fingerprint", "fingerprints", "into_fingerprint")
 OCCURRENCE_STARTS = ("starts_at", "starts_ats", "into_starts_at")
 
 
-class ReplayError(ValueError):
-    def __init__(self, message: str) -> None:
-        super().__init__(message)
-        self.message = message
+class ReplayError(RootlineError):
+    """A line that cannot be applied as it is written."""
 
 
 class AlertsNotThereYet(ReplayError):
@@ -49,17 +49,17 @@ def action_line_apply(*, line: Any) -> str:
     alert (an exclude), so that its alert names no incident any more. What a line gets wrong in
     itself (its user's role, its fields, its `at`) is checked before its alerts are looked up, so
     that only a line that could be applied waits. Raises AlertsNotThereYet for a line that can
-    wait, ReplayError or ActionError for one that cannot be applied."""
+    wait, RootlineError (ReplayError among them) for one that cannot be applied."""
     line_check(line)
     key = replay_key_of(line)
     if IncidentAction.objects.filter(replay_key=key).exists():
         return settled(key, "already")
     user = actor_for(line)
     require_role(user, "responder")
-    action_body_check(line_body(line))
+    action_call(line_body(line))
     incident, body = action_body_for(line)
     try:
-        incident_act(incident=incident, user=user, body=body, replay_key=key)
+        action_call(body).apply(incident=incident, user=user, idempotency_key=key)
     except IntegrityError:  # another import applied the same line at the same moment
         if IncidentAction.objects.filter(replay_key=key).exists():
             return settled(key, "already")
@@ -156,7 +156,7 @@ def pending_action_try(pending: PendingAction, *, expire: bool = False, now: dat
             return pending_action_expire(pending, now=now or timezone.now())
         PendingAction.objects.filter(pk=pending.pk).update(waiting_for=exc.message)
         return "pending"
-    except (ReplayError, ActionError) as exc:
+    except RootlineError as exc:
         if IncidentAction.objects.filter(replay_key=pending.replay_key).exists():
             return settled(pending.replay_key, "already")  # applied meanwhile, by an import of its line
         PendingAction.objects.filter(pk=pending.pk).update(error=exc.message, failed_at=timezone.now())

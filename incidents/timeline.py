@@ -8,8 +8,6 @@ from dataclasses import dataclass
 from datetime import datetime, timedelta
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
-from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
@@ -17,15 +15,12 @@ from correlate.catalog import Band
 from correlate.matrix import COLUMNS, Row, suggest_matrix
 from correlate.series import Crossing, Hysteresis, Series, all_crossings, banded
 from correlate.timeline import ActionFact, AlertFact, Durations, Item, build_timeline, durations
-from incidents.actions import ActionError, require_role
 from incidents.catalog import catalog
 from incidents.evidence.points import finite, unpack_points
 from incidents.models import Alert, EvidenceGap, EvidenceSeries, Incident, IncidentAction, MatrixCell
 
 CHANGE_LOOKBACK = timedelta(hours=1)
 EVIDENCE_KINDS = ("alert", "threshold", "action", "change", "catalog")
-MAX_CELL_TEXT = 5_000
-MAX_EVIDENCE = 200
 
 
 @dataclass(frozen=True)
@@ -142,66 +137,3 @@ def incident_matrix(incident: Incident, *, evidence: Evidence | None = None) -> 
                 row[column] = {**base, "edited_by": None}
         result.append(row)
     return result
-
-
-def matrix_edit(*, incident: Incident, user: AbstractBaseUser, body: Any) -> list[dict[str, Any]]:
-    """PATCH: `{layer, <column>: {text, evidence?} | text}` or a list of them. Each edited cell is a
-    new row (the old ones stay as history); evidence left out is carried over from the cell as
-    it stood, suggested or edited."""
-    require_role(user, "author")
-    rows = body if isinstance(body, list) else [body]
-    if not rows or not all(isinstance(row, dict) for row in rows):
-        raise ActionError(400, "body: expected a row {layer, direct_cause|system_defect|process_gap: {text, evidence}} or a list of rows")
-    layers = catalog().layers
-    current = {row["layer"]: row for row in incident_matrix(incident)}
-    edits: list[MatrixCell] = []
-    for index, row in enumerate(rows):
-        where = f"[{index}]" if isinstance(body, list) else ""
-        layer = row.get("layer")
-        if layer not in layers:
-            raise ActionError(400, f"{where}layer: expected one of {', '.join(layers)}, got {str(layer)[:40]!r}")
-        unknown = set(row) - {"layer", *COLUMNS}
-        if unknown:
-            raise ActionError(400, f"{where}{sorted(unknown)[0]}: unknown field; a row has layer, {', '.join(COLUMNS)}")
-        if not set(row) & set(COLUMNS):
-            raise ActionError(400, f"{where}: nothing to edit; give at least one of {', '.join(COLUMNS)}")
-        for column in COLUMNS:
-            if column not in row:
-                continue
-            text, evidence = _cell_value(row[column], f"{where}{column}")
-            if evidence is None:
-                evidence = current.get(layer, {}).get(column, {}).get("evidence", [])
-            edits.append(MatrixCell(incident=incident, layer=layer, column=column, text=text, evidence=evidence,
-                                    edited_by=user if user.pk else None))
-    with transaction.atomic():
-        for cell in edits:
-            cell.save()
-    return incident_matrix(incident)
-
-
-def _cell_value(value: Any, path: str) -> tuple[str, list[dict[str, Any]] | None]:
-    if isinstance(value, str):
-        value = {"text": value}
-    if not isinstance(value, dict):
-        raise ActionError(400, f"{path}: expected {{text, evidence}} or a string")
-    unknown = set(value) - {"text", "evidence", "edited_by"}
-    if unknown:
-        raise ActionError(400, f"{path}.{sorted(unknown)[0]}: unknown field; a cell has text and evidence")
-    text = value.get("text")
-    if not isinstance(text, str) or len(text) > MAX_CELL_TEXT or "\x00" in text:
-        raise ActionError(400, f"{path}.text: expected a string of at most {MAX_CELL_TEXT} characters, without NUL")
-    if "evidence" not in value:
-        return text, None
-    evidence = value["evidence"]
-    if not isinstance(evidence, list) or len(evidence) > MAX_EVIDENCE:
-        raise ActionError(400, f"{path}.evidence: expected a list of at most {MAX_EVIDENCE} {{kind, id}}")
-    cleaned = []
-    for i, item in enumerate(evidence):
-        if not isinstance(item, dict) or set(item) != {"kind", "id"}:
-            raise ActionError(400, f"{path}.evidence[{i}]: expected {{kind, id}}")
-        if item["kind"] not in EVIDENCE_KINDS:
-            raise ActionError(400, f"{path}.evidence[{i}].kind: expected one of {', '.join(EVIDENCE_KINDS)}")
-        if isinstance(item["id"], bool) or not isinstance(item["id"], (int, str)) or len(str(item["id"])) > 200:
-            raise ActionError(400, f"{path}.evidence[{i}].id: expected an id (integer or string)")
-        cleaned.append({"kind": item["kind"], "id": item["id"]})
-    return text, cleaned

@@ -18,7 +18,9 @@ from django.views.decorators.csrf import csrf_exempt
 
 from incidents import selectors, services
 from incidents.ingest.events import routing_key_of
-from incidents.actions import ROLE_RANK, ActionError, incident_act, role_of
+from incidents.action_bodies import incident_act_on_body
+from incidents.services.errors import RootlineError
+from incidents.services.roles import has_role
 from incidents.models import Delivery, Incident, Integration
 
 logger = logging.getLogger(__name__)
@@ -95,7 +97,10 @@ def webhook_receive(
     if len(data) > settings.MAX_BODY:
         return too_large(integration, len(data), headers)
     receipt = services.delivery_receive(integration=integration, body=data, headers=headers, admit=rate_limiter(integration))
-    response = JsonResponse(receipt.body, status=receipt.status_code)
+    status = receipt.status_code
+    if receipt.throttled and kind != Integration.Kind.EVENTS:
+        status = 503  # Alertmanager and Grafana retry only 5xx: a 429 would lose the body for good
+    response = JsonResponse(receipt.body, status=status)
     if receipt.retry_after:
         response["Retry-After"] = str(receipt.retry_after)
     return response
@@ -191,7 +196,7 @@ def incident_page(request: HttpRequest, incident_id: int) -> HttpResponse:
     page = selectors.incident_page(incident_id)
     if page is None:
         raise Http404(f"no incident {incident_id}")
-    page["can_act"] = ROLE_RANK[role_of(request.user)] >= ROLE_RANK["responder"]
+    page["can_act"] = has_role(request.user, "responder")
     return render(request, "incidents/incident.html", page)
 
 
@@ -207,8 +212,8 @@ def incident_act_form(request: HttpRequest, incident_id: int) -> HttpResponse:
         if key in body and body[key].isascii() and body[key].isdigit() and len(body[key]) <= 30:
             body[key] = int(body[key])
     try:
-        outcome = incident_act(incident=incident, user=request.user, body=body)
-    except ActionError as exc:
+        outcome = incident_act_on_body(incident=incident, user=request.user, body=body)
+    except RootlineError as exc:
         messages.error(request, exc.message)
         return redirect("incident", incident_id=incident.pk)
     messages.success(request, f"{body.get('action', '').replace('_', ' ')} recorded")

@@ -8,10 +8,11 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from incidents.actions import ActionError
+from incidents.services.errors import RootlineError
+from incidents.services.matrix import matrix_edit
 from incidents.api.errors import ApiErrors, body_text_check
 from incidents.models import Incident
-from incidents.timeline import incident_matrix, incident_timeline, matrix_edit
+from incidents.timeline import incident_matrix, incident_timeline
 
 class TimelineItemSerializer(serializers.Serializer):
     at = serializers.DateTimeField()
@@ -80,5 +81,5 @@ class IncidentMatrix(ApiErrors, APIView):
         body_text_check(request.data)
         try:
             return Response(matrix_edit(incident=incident, user=request.user, body=request.data))
-        except ActionError as exc:
-            return Response({"error": exc.message}, status=exc.status)
+        except RootlineError as exc:
+            return Response({"error": exc.message}, status=exc.http_status)

@@ -4,7 +4,7 @@ from __future__ import annotations
 from drf_spectacular.utils import extend_schema_field
 from rest_framework import serializers
 
-from incidents.actions import ACTION_FIELDS
+from incidents.action_bodies import ACTION_FIELDS
 from incidents.models import Alert, Incident
 from incidents.timeline import incident_durations
 
@@ -111,7 +111,7 @@ class IncidentDetailSerializer(IncidentSerializer):
 
 
 class ActionBodySerializer(serializers.Serializer):
-    """The actions endpoint's body, for the schema (incidents.actions checks it): `action`, an
+    """The actions endpoint's body, for the schema (incidents/action_bodies.py checks it): `action`, an
     optional `at`, and the one field its action takes; any other field is a 400."""
 
     action = serializers.ChoiceField(list(ACTION_FIELDS))

@@ -16,7 +16,8 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from incidents import selectors
-from incidents.actions import ActionError, incident_act
+from incidents.action_bodies import incident_act_on_body
+from incidents.services.errors import RootlineError
 from incidents.api.errors import ApiErrors, shown
 from incidents.api.serializers import (
     ActionBodySerializer, AlertSerializer, ErrorSerializer, IncidentDetailSerializer, IncidentSerializer, SplitResultSerializer,
@@ -137,12 +138,13 @@ class IncidentActions(ApiErrors, APIView):
         if incident is None:
             raise NotFound(f"no incident {incident_id}")
         try:
-            outcome = incident_act(incident=incident, user=request.user, body=request.data)
-        except ActionError as exc:
-            return Response({"error": exc.message}, status=exc.status)
+            outcome = incident_act_on_body(incident=incident, user=request.user, body=request.data)
+        except RootlineError as exc:
+            return Response({"error": exc.message}, status=exc.http_status)
+        status = 202 if outcome.accepted else 200
         if outcome.split:
-            return Response({"incidents": [incident_payload(request, item.pk) for item in outcome.incidents]}, status=outcome.status)
-        return Response(incident_payload(request, outcome.incidents[0].pk), status=outcome.status)
+            return Response({"incidents": [incident_payload(request, item.pk) for item in outcome.incidents]}, status=status)
+        return Response(incident_payload(request, outcome.incidents[0].pk), status=status)
 
 
 class SchemaView(ApiErrors, SpectacularAPIView):

@@ -130,7 +130,7 @@ CORRELATION_LOCK_SPACE = 4242  # advisory locks are (space, id); evidence collec
 def key_lock(key: str) -> None:
     """Wait for the correlation key's lock, as a run of the key takes it (`lock_key`), until the
     transaction ends, leaving the key's run token alone, so a worker's kept state stays valid:
-    people's actions take it before their incident's row (`incidents/actions.py`).
+    people's actions take it before their incident's row (`incidents/services/incidents.py`).
 
     A run loads the key's incidents and then writes what it recomputed from them (severity,
     status): an action committed in between was lost. And a grouping action re-runs correlation,

@@ -1,6 +1,7 @@
 """Rootline's writes: plain functions that views, tasks, admin actions and management commands
 all call. `integrations` (senders and tokens), `deliveries` (what webhooks received and how it
-is processed), `alerts` (occurrences)."""
+is processed), `alerts` (occurrences), `incidents` (what people do to incidents), `matrix` (the
+root-cause matrix); `errors` (the one error type, `RootlineError`, with its codes) and `roles`."""
 from incidents.services.alerts import alerts_upsert
 from incidents.services.deliveries import (
     Receipt,
@@ -12,14 +13,14 @@ from incidents.services.deliveries import (
     safe_headers,
     stale_delivery_ids,
 )
+from incidents.services.errors import RootlineError
 from incidents.services.integrations import (
-    ROLES,
-    RootlineError,
     api_token_issue,
     integration_add,
     integration_authenticate,
     roles_ensure,
 )
+from incidents.services.roles import ROLES
 
 __all__ = [
     "ROLES", "Receipt", "RootlineError", "alerts_upsert", "api_token_issue", "deliveries_drain", "delivery_process",

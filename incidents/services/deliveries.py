@@ -27,7 +27,7 @@ from incidents.ingest import ParsedAlert, PayloadError, parser_for
 from incidents.ingest.common import storable
 from incidents.models import Delivery, Integration
 from incidents.services.alerts import View, alerts_upsert, split_by_handling, upsert_views
-from incidents.services.integrations import RootlineError
+from incidents.services.errors import CONFLICT, RootlineError, not_found
 
 logger = logging.getLogger(__name__)
 
@@ -42,11 +42,13 @@ DRAIN_MAX_ATTEMPTS = 3
 
 @dataclass(frozen=True)
 class Receipt:
-    """What the webhook answers: the contract's 202 or 400 body, tied to the stored delivery."""
+    """What the webhook answers: the contract's 202 or 400 body, tied to the stored delivery, or
+    that the body was over the rate limit (`throttled`: the webhook view says how, by sender)."""
 
     status_code: int
     body: dict
     retry_after: int | None = None
+    throttled: bool = False
 
 
 def safe_headers(headers: Iterable[tuple[str, str]]) -> dict[str, str]:
@@ -186,8 +188,7 @@ def throttled(integration: Integration, delivery: Delivery) -> Receipt:
     refused = delivery_record_refusal(
         integration=integration, status=Delivery.Status.THROTTLED, size=delivery.size, headers=delivery.headers, error=message
     )
-    status = 429 if integration.kind == Integration.Kind.EVENTS else 503
-    return Receipt(status, {"error": message, "delivery": refused.pk}, retry_after=1)
+    return Receipt(429, {"error": message, "delivery": refused.pk}, retry_after=1, throttled=True)
 
 
 def receipt_for(delivery: Delivery) -> Receipt:
@@ -352,9 +353,9 @@ def delivery_replay(*, delivery_id: int) -> Delivery:
     """Process a stored body again, e.g. a rejected one after a parser fix."""
     delivery = Delivery.objects.filter(pk=delivery_id).first()
     if delivery is None:
-        raise RootlineError(f"no delivery {delivery_id}")
+        raise not_found(f"no delivery {delivery_id}")
     if delivery.status in (Delivery.Status.TOO_LARGE, Delivery.Status.THROTTLED):
-        raise RootlineError(f"delivery {delivery_id} has no stored body ({delivery.status}); the sender must send it again")
+        raise RootlineError(f"delivery {delivery_id} has no stored body ({delivery.status}); the sender must send it again", code=CONFLICT)
     Delivery.objects.filter(pk=delivery_id).update(status=Delivery.Status.PENDING, error="")
     delivery_process(delivery_id=delivery_id)
     delivery.refresh_from_db()

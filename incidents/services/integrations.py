@@ -15,13 +15,11 @@ from django.db.models.signals import post_delete, post_save
 from rest_framework.authtoken.models import Token
 
 from incidents.models import Integration, storable_id, token_digest
+from incidents.services.errors import RootlineError
+from incidents.services.roles import ROLES
 
-ROLES = ("viewer", "responder", "author", "admin")
 NAME_MAX = Integration._meta.get_field("name").max_length
 
-
-class RootlineError(Exception):
-    """A request the domain refuses; the message is meant for the person who made it."""
 
 def integration_add(*, kind: str, name: str, token: str | None = None, rate_limit: float | None = None) -> tuple[Integration, str]:
     if kind not in Integration.Kind.values:

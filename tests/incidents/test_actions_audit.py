@@ -15,7 +15,8 @@ from django.db import connection, transaction
 from django.utils import timezone
 
 from incidents import services
-from incidents.actions import incident_act
+from incidents.action_bodies import incident_act_on_body
+from incidents.services.incidents import incident_exclude_alert
 from incidents.correlation import correlation_run
 from incidents.correlation.run import lock_key
 from incidents.models import Alert, Decision, Delivery, Incident, IncidentAction, IncidentEdge, RootCandidate
@@ -290,7 +291,7 @@ def test_a_grouping_action_while_a_worker_holds_the_key_waits_instead_of_deadloc
         try:
             holding.wait(5)
             acting.set()
-            incident_act(incident=Incident.objects.get(pk=incident.pk), user=responder, body={"action": "exclude_alert", "alert_id": ttft.pk})
+            incident_exclude_alert(incident=Incident.objects.get(pk=incident.pk), user=responder, alert_id=ttft.pk)
         except BaseException as exc:  # noqa: BLE001
             errors.append(exc)
         finally:
@@ -363,7 +364,7 @@ def test_an_action_during_a_correlation_run_of_its_key_is_not_overwritten_by_the
         try:
             loaded.wait(5)
             acting.set()
-            incident_act(incident=Incident.objects.get(pk=incident.pk), user=responder, body=body)
+            incident_act_on_body(incident=Incident.objects.get(pk=incident.pk), user=responder, body=body)
         except BaseException as exc:  # noqa: BLE001
             errors.append(exc)
         finally:

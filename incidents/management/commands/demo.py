@@ -18,13 +18,13 @@ from django.core.management.base import BaseCommand, CommandError
 
 from correlate import simulator
 from incidents import services
-from incidents.actions import ActionError
+from incidents.services.errors import RootlineError
 from incidents.correlation import correlation_rebuild
 from incidents.evidence.collect import evidence_collect, incidents_overlapping
 from incidents.evidence.local import local_series_import
 from incidents.ingest.common import parse_time
 from incidents.models import Delivery, Integration
-from incidents.replay import ReplayError, action_line_apply
+from incidents.replay import action_line_apply
 
 DEMO_SEED = 7
 # The demo shows the scenario's morning as it stood this long after its start, not after its
@@ -138,7 +138,7 @@ def replay_actions(path: Path, as_of: datetime) -> int:
             continue
         try:
             applied += action_line_apply(line=line) == "applied"
-        except (ReplayError, ActionError):
+        except RootlineError:
             continue  # an action the simulated people took on a state it no longer fits
     return applied
 

@@ -5,7 +5,7 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from incidents.actions import ActionError
+from incidents.services.errors import RootlineError
 from incidents.models import PendingAction
 from incidents.replay import AlertsNotThereYet, ReplayError, action_line_apply, action_line_keep_pending
 
@@ -65,7 +65,7 @@ class Command(BaseCommand):
             action_line_keep_pending(line=line, source=where, waiting_for=exc.message)
             self.stderr.write(f"{where}: pending: {exc.message}; kept, and applied once its alerts are stored and correlated")
             return "pending"
-        except (ValueError, ReplayError, ActionError) as exc:
+        except (ValueError, RootlineError) as exc:
             self.stderr.write(f"{where}: {getattr(exc, 'message', exc)}")
             return "failed"
 

@@ -1,0 +1,27 @@
+"""Who may do what: roles are Django groups ranked viewer < responder < author < admin, each
+allowed what the ones before it are."""
+from __future__ import annotations
+
+from django.contrib.auth.models import AbstractBaseUser
+
+from incidents.services.errors import forbidden
+
+ROLES = ("viewer", "responder", "author", "admin")
+ROLE_RANK = {role: rank for rank, role in enumerate(ROLES)}
+
+
+def role_of(user: AbstractBaseUser) -> str:
+    """A superuser is an admin; a user in no group is a viewer."""
+    if getattr(user, "is_superuser", False):
+        return "admin"
+    names = set(user.groups.values_list("name", flat=True)) if user.pk else set()
+    return max(names & set(ROLE_RANK), key=ROLE_RANK.__getitem__, default="viewer")
+
+
+def has_role(user: AbstractBaseUser, role: str) -> bool:
+    return ROLE_RANK[role_of(user)] >= ROLE_RANK[role]
+
+
+def require_role(user: AbstractBaseUser, role: str) -> None:
+    if not has_role(user, role):
+        raise forbidden(f"this needs the {role} role; {user.get_username() or 'you'} is a {role_of(user)}")
