@@ -28,7 +28,7 @@ from correlate.catalog import Catalog, load_catalog
 from correlate.engine import Correlator
 from correlate.events import Alert, occurrence_key
 from correlate.results import Decision, Incident, Merge, Split
-from correlate.topology import CLUSTER_KEYS
+from correlate.topology import cluster_of as topology_cluster_of
 
 # Below this many alerts a fork, pickling and unpickling cost more than the second core saves.
 MIN_ALERTS_TO_SPLIT = 5_000
@@ -46,13 +46,8 @@ def can_split(alerts: Sequence[Alert], decisions: Sequence[Decision], processes:
 
 
 def cluster_of(alert: Alert) -> str:
-    """The engine's partition of an alert: its scope's cluster (topology.scope_of)."""
-    labels = alert.labels
-    for name in CLUSTER_KEYS:
-        value = labels.get(name)
-        if value:
-            return value.strip()
-    return ""
+    """The engine's partition of an alert (topology.cluster_of)."""
+    return topology_cluster_of(alert.labels)
 
 
 def shares_by_cluster(alerts: Sequence[Alert], count: int) -> list[list[Alert]]:

@@ -32,6 +32,18 @@ class Alert:
         return self.labels.get("alertname", "")
 
 
+def is_zero_time(moment: datetime) -> bool:
+    """Go's zero time.Time (0001-01-01T00:00:00Z), which Alertmanager and Grafana send for "none"
+    (a firing alert's end, a test alert's start): any moment of year 1, whatever its offset."""
+    return moment.year <= 1
+
+
+def change_labels(labels: Mapping[str, str]) -> dict[str, str]:
+    """A change event's labels as the engine reads them: layer `process`, failure mode `change`,
+    whatever the sender's labels say (the app stores changes by kind; the engine reads labels)."""
+    return {**labels, "failure_mode": "change", "layer": "process"}
+
+
 def occurrence_key(fingerprint: str, starts_at: datetime) -> str:
     d = starts_at
     if d.year < 1000:  # strftime's %Y does not pad those

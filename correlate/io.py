@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from correlate import pagerduty
-from correlate.events import FIRING, RESOLVED, Alert, event_fingerprint
+from correlate.events import FIRING, RESOLVED, Alert, change_labels, event_fingerprint, is_zero_time
 
 _LABEL_LIMIT = 16 * 1024  # the webhook's limit on a label value (incidents/ingest/common.py)
 
@@ -31,10 +31,11 @@ def parse_time(value: str | None) -> datetime | None:
         moment = datetime.fromisoformat(text)
     except ValueError:
         return None
+    if is_zero_time(moment):  # before converting: Go's zero time with an offset east of UTC is year 0
+        return None
     if moment.tzinfo is None:
         moment = moment.replace(tzinfo=timezone.utc)
-    moment = moment.astimezone(timezone.utc)
-    return None if moment.year <= 1 else moment
+    return moment.astimezone(timezone.utc)
 
 
 def iter_json_lines(path: str | Path) -> Iterator[Any]:
@@ -188,9 +189,7 @@ def change_from_event(body: Mapping[str, Any]) -> Alert | None:
     when = parse_time(payload.get("timestamp"))
     if when is None or not (summary or source):
         return None
-    labels = _event_labels(payload, summary)
-    labels["failure_mode"] = "change"
-    labels["layer"] = "process"
+    labels = change_labels(_event_labels(payload, summary))
     return Alert(
         fingerprint=event_fingerprint(source=source, summary=summary, component=component),
         starts_at=when,

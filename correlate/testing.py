@@ -6,7 +6,7 @@ from datetime import datetime, timedelta, timezone
 from typing import Mapping
 from urllib.parse import quote_plus
 
-from correlate.events import FIRING, RESOLVED, Alert, event_fingerprint
+from correlate.events import FIRING, RESOLVED, Alert, change_labels, event_fingerprint
 
 BASE_DAY = datetime(2026, 3, 14, tzinfo=timezone.utc)
 
@@ -49,8 +49,7 @@ def make_alert(
 def make_change(summary: str, at: datetime | str, *, source: str = "argocd", component: str = "", **details: str) -> Alert:
     """A change event as the app stores it: a resolved process/change occurrence at its time."""
     when = clock(at) if isinstance(at, str) else at
-    labels = {**details, "source": source, "alertname": details.get("alertname", summary),
-              "failure_mode": "change", "layer": "process"}
+    labels = change_labels({**details, "source": source, "alertname": details.get("alertname", summary)})
     if component:
         labels["component"] = component
     return Alert(

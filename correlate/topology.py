@@ -168,6 +168,16 @@ def gateway_stems(key: str) -> frozenset[str]:
     return frozenset(stems)
 
 
+def cluster_of(labels: Mapping[str, str]) -> str:
+    """An alert's cluster: the first of CLUSTER_KEYS it names, without surrounding whitespace. The
+    one definition of the engine's partition, the batch's shares and the app's correlation key."""
+    for key in CLUSTER_KEYS:
+        value = labels.get(key)
+        if value:
+            return value.strip()
+    return ""
+
+
 def _first(labels: Mapping[str, str], keys: Iterable[str]) -> str:
     for key in keys:
         value = labels.get(key)
@@ -288,7 +298,7 @@ def scope_of(labels: Mapping[str, str]) -> Scope:
         if value:
             keys.update(gateway_stems(gateway_key(value)))
     return Scope(
-        cluster=_first(labels, CLUSTER_KEYS),
+        cluster=cluster_of(labels),
         namespace=namespace,
         deployment=deployment,
         model=model,

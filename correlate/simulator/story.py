@@ -10,7 +10,15 @@ from urllib.parse import quote_plus
 from ..events import event_fingerprint
 from . import alertmanager as am
 from .core import MINUTE, NS, am_fingerprint, go_time, iso_ms, rng_for
-from .metrics import Telemetry, dcgm_labels, frag_labels, ksm_labels, node_labels, render, vllm_labels
+from .metrics import (
+    Telemetry,
+    dcgm_labels,
+    frag_labels,
+    ksm_labels,
+    node_labels,
+    vllm_labels,
+)
+from .openmetrics import render
 from .rules import KINDS, Expr, Kind, interval_ns
 from .world import Cluster, Deployment, Gpu, Node, Pod, World, translate
 

@@ -4,15 +4,12 @@ from __future__ import annotations
 from datetime import timedelta
 
 from correlate.catalog import Catalog
-from correlate.topology import CLUSTER_KEYS
+from correlate.topology import cluster_of
 
 
 def correlation_key_of(labels: dict[str, str]) -> str:
-    for name in CLUSTER_KEYS:
-        value = labels.get(name)
-        if value:
-            return value[:255]
-    return ""
+    """The key correlation runs are serialised by: the alert's cluster (the engine's partition)."""
+    return cluster_of(labels)[:255]
 
 
 def lookback(current: Catalog) -> timedelta:

@@ -23,6 +23,7 @@ from django.db.models import F, Min, Q
 from correlate.catalog import Catalog
 from correlate.engine import Correlator
 from correlate.events import Alert as EngineAlert
+from correlate.events import change_labels
 from correlate.results import Decision as EngineDecision
 from correlate.results import Exclude, FalsePositive, Merge, Split
 from incidents.catalog import catalog
@@ -281,7 +282,7 @@ def engine_alert(row: Alert) -> EngineAlert:
     engine only reads them, and a kept state holds both for every alert of its window)."""
     labels = row.labels
     if row.kind == Alert.Kind.CHANGE:
-        labels = {**labels, "failure_mode": "change", "layer": "process"}
+        labels = change_labels(labels)
     return EngineAlert(
         fingerprint=row.fingerprint, starts_at=row.starts_at, labels=labels, annotations=row.annotations,
         ends_at=row.ends_at, status=row.status, generator_url=row.generator_url,

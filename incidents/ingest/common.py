@@ -12,6 +12,8 @@ from dataclasses import dataclass, field
 from datetime import datetime, timedelta, timezone
 from typing import Any
 
+from correlate.events import is_zero_time
+
 try:
     import orjson
 except ImportError:  # pragma: no cover - optional speed-up (a dependency; json.loads reads alike)
@@ -296,11 +298,11 @@ def _read_time(value: Any, path: str) -> datetime | None:
     if not match:
         raise FieldError(path, f"not an RFC 3339 time: {value[:60]!r}")
     year, month, day, hour, minute, second, fraction, offset = match.groups()
-    if year == "0001" and month == "01" and day == "01":
-        return None
     try:
         micro = int((fraction or "0")[:6].ljust(6, "0"))
         moment = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second), micro)
+        if is_zero_time(moment):
+            return None
         moment = moment.replace(tzinfo=_offset(offset)).astimezone(timezone.utc)
     except (ValueError, OverflowError) as exc:
         raise FieldError(path, f"not a valid time: {value[:60]!r} ({exc})") from None

@@ -379,7 +379,8 @@ def test_a_held_back_ranking_gives_the_members_and_incident_of_gives_the_ranking
 def test_an_incident_ranks_as_rank_does_with_every_recorded_edge_made():
     # The engine hands ranking member numbers and makes an edge's `Edge` only when it is shown
     # (the tree, the candidates' explanations); the answer must be rank() of every edge made.
-    from correlate.engine import Correlator, _made_edge
+    from correlate.engine import Correlator
+    from correlate.entries import _made_edge
 
     alerts = fragmentation_chain() + [a for a in correlate_storm_alerts()]
     correlator = Correlator(CATALOG)

@@ -181,7 +181,7 @@ def test_mode_buckets_hold_exactly_the_wide_buckets_after_late_alerts_roll_a_sto
 
 
 def test_a_scan_reads_an_equal_mode_list_of_another_bucket_once():
-    from correlate.engine import _Partition
+    from correlate.partition import _Partition
     a, b, c = object(), object(), object()
     read = {}
     readable = [True, True, False]

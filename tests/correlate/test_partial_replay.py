@@ -13,12 +13,14 @@ from datetime import timedelta
 
 import pytest
 
-from correlate import engine
-from correlate.catalog import load_catalog
+from correlate import rewind
 from correlate.batch import correlate
-from correlate.engine import Correlator, _Partition, _Replay
+from correlate.catalog import load_catalog
+from correlate.engine import Correlator
 from correlate.events import FIRING, RESOLVED, Alert
+from correlate.partition import _Partition
 from correlate.results import Exclude
+from correlate.rewind import _Replay
 from correlate.testing import BASE_DAY, label_fingerprint, make_change
 
 CATALOG = load_catalog(use_env=False)
@@ -150,7 +152,7 @@ def test_only_alerts_a_relinked_one_reached_can_have_another_incident(seed, batc
     taint is no longer kept; a low bar makes small groups count as storms here). Every other
     replayed alert must have the signature it had before the rollback (and comparing them all
     must give the same answers)."""
-    monkeypatch.setattr(engine, "_STORM_GROUP", storm)
+    monkeypatch.setattr(rewind, "_STORM_GROUP", storm)
     alerts = day(seed)
     old = {}
     skipped = []

@@ -9,10 +9,11 @@ from __future__ import annotations
 import random
 from datetime import datetime, timedelta, timezone
 
-from correlate.catalog import load_catalog
 from correlate.batch import correlate
+from correlate.catalog import load_catalog
 from correlate.engine import Correlator
 from correlate.events import FIRING, Alert, occurrence_key
+from correlate.partition import _Partition
 from correlate.testing import label_fingerprint
 
 CATALOG = load_catalog(use_env=False)
@@ -94,7 +95,6 @@ def test_passing_pod_buckets_inside_a_node_bucket_changes_no_incident(monkeypatc
     # Pods that moved (their alerts carry two node labels) or whose alerts carry none: their
     # buckets are not inside one node's, and must be read (a flag kept from the latest alert's
     # node alone fails here).
-    from correlate import engine
 
     names = ["LLMKVFragmentationHigh", "LLMKVCachePoolUtilizationHigh", "LLMContainerOOMKilled", "KubePodCrashLooping",
              "LLMQueueWaitHigh", "GPUMemoryHigh", "LLMVllmPreemptionsHigh"]
@@ -113,13 +113,13 @@ def test_passing_pod_buckets_inside_a_node_bucket_changes_no_incident(monkeypatc
         return repr(correlator.incidents())
 
     passing = (repr(correlate(alerts, catalog=CATALOG)), incremental())
-    init = engine._Partition.__init__
+    init = _Partition.__init__
 
     def reading_every_pod_bucket(self, *args, **kwargs):
         init(self, *args, **kwargs)
         self.pod_node = AlwaysMixed()
 
-    monkeypatch.setattr(engine._Partition, "__init__", reading_every_pod_bucket)
+    monkeypatch.setattr(_Partition, "__init__", reading_every_pod_bucket)
     reading = (repr(correlate(alerts, catalog=CATALOG)), incremental())
     assert passing == reading
     assert passing[0] == passing[1]

