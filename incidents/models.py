@@ -399,7 +399,7 @@ class CorrelationLock(models.Model):
     """One row per correlation key, locked while that key is correlated (the SQLite stand-in
     for PostgreSQL's advisory lock; PostgreSQL locks the row too, harmlessly). Each run writes a
     fresh `run_token`: a worker that kept the key's state from its own last run knows that state
-    is still current when it finds its own token there (see `incidents.correlation.state`)."""
+    is still current when it finds its own token there (see `incidents.services.correlation.state`)."""
 
     key = models.CharField(max_length=255, unique=True)
     run_token = models.CharField(max_length=32, blank=True, default="")

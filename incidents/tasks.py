@@ -5,8 +5,9 @@ from celery import shared_task
 from django.core.cache import cache
 from django.db import DatabaseError
 
-from incidents import correlation, flow, replay, services
-from incidents.evidence.collect import evidence_collect
+from incidents import flow, replay, services
+from incidents.services import correlation
+from incidents.services.evidence import evidence_collect
 from incidents.flow import evidence_collect_now
 from incidents.models import Incident
 

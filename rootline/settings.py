@@ -204,21 +204,21 @@ CELERY_TASK_ROUTES = {
 }
 # With N > 1 shards, a key's runs always go to the same queue of N (`<queue>-0` ... `<queue>-N-1`,
 # chosen by a hash of the key), each served by one process that keeps its keys' engine state
-# between runs (incidents/correlation/state.py). Every process that enqueues must use the same N.
+# between runs (incidents/services/correlation/state.py). Every process that enqueues must use the same N.
 CORRELATION_SHARDS = env_whole("ROOTLINE_CORRELATION_SHARDS", 1, 1, 64)
 # After a run, the key's next run waits up to twice its length, at most this pace (milliseconds): a
 # trickle of deliveries shares runs instead of paying a run's fixed cost per delivery; the first
 # alert after a quiet spell goes at once (incidents/flow.py). 0: no pacing.
 CORRELATION_PACE_SECONDS = env_whole("ROOTLINE_CORRELATION_PACE_MS", 250, 0, 60_000, "milliseconds") / 1000
 # A correlation worker's run takes at most this many new alerts of its key, oldest first, each run
-# committed on its own (incidents/correlation/run.py). Bigger runs cost less per alert (a storm
+# committed on its own (incidents/services/correlation/run.py). Bigger runs cost less per alert (a storm
 # cluster's 6,253 alerts: 395-491 µs each in runs of 1,000, 255-281 µs in one run), smaller runs
 # commit their first alerts sooner and hold the key's lock (which a person's merge waits on) for less.
 # 3,000: in the 5,000/s end-to-end storm, 10% less correlation CPU than 1,000 and a median
 # delivery -> incident 35% lower (docs/benchmarks.md, eighth session).
 CORRELATION_SLICE = env_whole("ROOTLINE_CORRELATION_SLICE", 3000, 100, 100_000, "alerts")
 # A worker's kept state ranks an incident of 500 alerts or more (edges, chain, root candidates)
-# at most this often; its alerts join it on every run meanwhile (incidents/correlation/state.py).
+# at most this often; its alerts join it on every run meanwhile (incidents/services/correlation/state.py).
 CORRELATION_RANK_EVERY_SECONDS = env_whole("ROOTLINE_CORRELATION_RANK_EVERY_MS", 5000, 0, 600_000, "milliseconds") / 1000
 # An imported action whose alerts have not arrived this long after it was kept (import_actions
 # before import_alerts) expires, naming them, and is no longer retried (incidents/replay.py).

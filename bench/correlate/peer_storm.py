@@ -53,7 +53,7 @@ def main() -> int:
 
     django_on_fresh_database(args.db)
     from incidents import services
-    from incidents.correlation import correlation_run, run
+    from incidents.services.correlation import correlation_run, run
     from django.db.models import Count
 
     from incidents.models import Alert, Incident

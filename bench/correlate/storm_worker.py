@@ -51,7 +51,7 @@ def main() -> int:
     from end_to_end import build_storm
 
     from incidents import services
-    from incidents.correlation import correlation_run, run
+    from incidents.services.correlation import correlation_run, run
     from incidents.models import Alert
     from incidents.tasks import process_delivery
 

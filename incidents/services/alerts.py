@@ -9,7 +9,7 @@ from datetime import datetime
 from django.db import connections, router, transaction
 from django.utils import timezone
 
-from incidents.correlation import correlation_key_of
+from incidents.services.correlation import correlation_key_of
 from incidents.ingest import ParsedAlert
 from incidents.models import Alert, Delivery, Integration
 

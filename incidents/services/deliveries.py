@@ -20,7 +20,7 @@ from django.db.backends.utils import CursorWrapper
 from django.db.models import F
 from django.utils import timezone
 
-from incidents.correlation import correlation_key_of
+from incidents.services.correlation import correlation_key_of
 from incidents.flow import DRAIN_FLAG, correlation_enqueue, delivery_enqueue, drain_signal
 from incidents.gc_pause import gc_paused
 from incidents.ingest import ParsedAlert, PayloadError, parser_for

@@ -22,8 +22,8 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
-from incidents.correlation import correlation_run
-from incidents.correlation.run import key_lock
+from incidents.services.correlation import correlation_run
+from incidents.services.correlation.run import key_lock
 from incidents.flow import evidence_enqueue
 from incidents.models import Alert, Decision, Incident, IncidentAction, IncidentEdge, RootCandidate, storable_id
 from incidents.services.errors import conflict, invalid, not_found

@@ -7,7 +7,7 @@ import math
 import pytest
 from django.core.management import call_command
 
-from incidents.evidence.collect import evidence_collect
+from incidents.services.evidence import evidence_collect
 from incidents.evidence.points import finite, unpack_points
 from incidents.models import EvidenceGap, EvidenceSeries
 from tests.conftest import free_port

@@ -12,7 +12,7 @@ from django.core.management import call_command
 
 from incidents.catalog import catalog
 from incidents.evidence import queries
-from incidents.evidence.collect import evidence_collect, evidence_modes
+from incidents.services.evidence import evidence_collect, evidence_modes
 from incidents.evidence.points import finite, unpack_points
 from incidents.models import Alert, EvidenceSeries, Incident
 from tests.evidence.conftest import at, prometheus_backfilled_with, write_openmetrics

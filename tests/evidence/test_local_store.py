@@ -11,7 +11,7 @@ from unittest import mock
 import pytest
 from django.core.management import CommandError, call_command
 
-from incidents.evidence.collect import evidence_collect
+from incidents.services.evidence import evidence_collect
 from incidents.evidence.local import LocalSource, bucket_quantile
 from incidents.evidence.points import finite, unpack_points
 from incidents.evidence.queries import EvidenceQuery

@@ -9,7 +9,7 @@ from datetime import datetime, timezone
 import pytest
 from django.db import OperationalError, connection, transaction
 
-from incidents.evidence.collect import incident_for_evidence
+from incidents.services.evidence import incident_for_evidence
 from incidents.models import Incident
 from tests.conftest import require_postgres
 

@@ -14,7 +14,7 @@ from django.db import transaction
 from incidents.catalog import catalog
 from incidents import flow
 from incidents.evidence import queries
-from incidents.evidence.collect import evidence_collect, evidence_window
+from incidents.services.evidence import evidence_collect, evidence_window
 from incidents.flow import evidence_enqueue
 from incidents.tasks import collect_evidence
 

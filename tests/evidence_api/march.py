@@ -11,7 +11,7 @@ from pathlib import Path
 from django.core.management import call_command, get_commands
 
 from correlate import simulator
-from incidents.correlation import correlation_run
+from incidents.services.correlation import correlation_run
 from incidents.evidence.points import pack_points
 from incidents.models import Alert, Delivery, EvidenceSeries, Incident
 from incidents.tasks import process_delivery
@@ -24,7 +24,7 @@ def simulate(folder: Path, seed: int) -> Path:
 
 def metrics_importable() -> bool:
     try:
-        from incidents.evidence.collect import evidence_collect  # noqa: F401
+        from incidents.services.evidence import evidence_collect  # noqa: F401
     except ImportError:
         return False
     return "import_metrics" in get_commands()
@@ -48,7 +48,7 @@ def replay(folder: Path, make_integration, capture, *, metrics: bool) -> Inciden
     while incident.merged_into_id:
         incident = incident.merged_into
     if metrics:
-        from incidents.evidence.collect import evidence_collect
+        from incidents.services.evidence import evidence_collect
 
         call_command("import_metrics", str(folder / "metrics.om"), stdout=out)
         with capture(execute=False):

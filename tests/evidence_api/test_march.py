@@ -72,7 +72,7 @@ def test_march_timeline_and_matrix_rebuilt_from_the_files(tmp_path, make_integra
     check_march(incident, slack=slack)
 
 
-@pytest.mark.skipif(not metrics_importable(), reason="needs `manage.py import_metrics` and incidents.evidence.collect.evidence_collect "
+@pytest.mark.skipif(not metrics_importable(), reason="needs `manage.py import_metrics` and incidents.services.evidence.evidence_collect "
                                                      "(the evidence helper's work)")
 def test_march_rebuilt_through_import_metrics_and_evidence_collection(tmp_path, make_integration, django_capture_on_commit_callbacks):
     folder = simulate(tmp_path, 1)

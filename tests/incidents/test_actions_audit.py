@@ -17,8 +17,8 @@ from django.utils import timezone
 from incidents import services
 from incidents.action_bodies import incident_act_on_body
 from incidents.services.incidents import incident_exclude_alert
-from incidents.correlation import correlation_run
-from incidents.correlation.run import lock_key
+from incidents.services.correlation import correlation_run
+from incidents.services.correlation.run import lock_key
 from incidents.models import Alert, Decision, Delivery, Incident, IncidentAction, IncidentEdge, RootCandidate
 from tests.conftest import require_postgres
 from tests.incidents.conftest import BAD_POD, DAY, SIBLINGS, am_body, cascade

@@ -96,13 +96,13 @@ def test_a_run_queued_during_the_last_one_waits_its_pace_when_it_starts(queued, 
     settings.CORRELATION_PACE_SECONDS = 0.25
     cache.set(flow.pending_flag("c1"), 1)
     flow.note_run_finished("c1", 0.05)  # the run before ended just now and asked for 0.1 s
-    with mock.patch("incidents.correlation.correlation_run") as run:
+    with mock.patch("incidents.services.correlation.correlation_run") as run:
         correlate_key("c1")
     run.assert_not_called()
     assert 0.05 < queued.call_args.kwargs["countdown"] <= 0.1
     assert cache.get(flow.pending_flag("c1")) == 1  # still pending: no second run is queued meanwhile
     cache.delete(flow.next_run_flag("c1"))
-    with mock.patch("incidents.correlation.correlation_run") as run:
+    with mock.patch("incidents.services.correlation.correlation_run") as run:
         correlate_key("c1")
     run.assert_called_once_with(key="c1", keep_state=True)
 
@@ -120,7 +120,7 @@ def test_a_run_queued_for_held_rankings_keeps_no_new_alert_waiting(queued, djang
     with django_capture_on_commit_callbacks(execute=True):
         flow.correlation_enqueue(["c1"])  # new alerts: a run now, not in 4 s
     assert queued.call_count == 2 and queued.call_args == mock.call(("c1",), queue="rootline-correlation")
-    with mock.patch("incidents.correlation.correlation_run") as run:
+    with mock.patch("incidents.services.correlation.correlation_run") as run:
         correlate_key("c1", held_ranking=True)  # the held-ranking run starts: the next run holding some back may ask again
     run.assert_called_once_with(key="c1", keep_state=True)
     assert cache.get(flow.ranking_flag("c1")) is None

@@ -11,13 +11,13 @@ from django.db import transaction
 
 from correlate import simulator
 from incidents import services
-from incidents.correlation import correlation_run
-from incidents.correlation.state import KEPT
+from incidents.services.correlation import correlation_run
+from incidents.services.correlation.state import KEPT
 from incidents.models import Alert, CorrelationLock, Decision, Incident
 from incidents.tasks import process_delivery
 
 pytestmark = pytest.mark.django_db
-RUN_LOGGER = "incidents.correlation.run"
+RUN_LOGGER = "incidents.services.correlation.run"
 
 
 @pytest.fixture(scope="module")
@@ -213,7 +213,7 @@ def test_a_backlog_is_taken_oldest_first_in_slices_and_the_key_queued_again(flee
                                                                             django_capture_on_commit_callbacks):
     from unittest import mock
 
-    from incidents.correlation import run
+    from incidents.services.correlation import run
 
     replay(fleet, make_integration, stop_after=60)
     biggest = biggest_incident()
@@ -243,7 +243,7 @@ def test_a_window_run_takes_a_backlog_in_slices_too(fleet, make_integration, run
                                                      django_capture_on_commit_callbacks):
     from unittest import mock
 
-    from incidents.correlation import run
+    from incidents.services.correlation import run
 
     alerts_hook = make_integration("alertmanager")
     alert_bodies = bodies(fleet / "alerts.jsonl")
@@ -274,7 +274,7 @@ def test_a_window_run_takes_a_backlog_in_slices_too(fleet, make_integration, run
 
 
 def test_kept_states_are_bounded_by_keys_and_by_alerts_held():
-    from incidents.correlation.state import KeptStates, KeyState
+    from incidents.services.correlation.state import KeptStates, KeyState
 
     def state_of(size: int) -> KeyState:
         return KeyState(correlator=None, catalog=None, since=None, decisions=(), rows={str(n): None for n in range(size)})
@@ -306,7 +306,7 @@ def test_an_alert_that_comes_back_with_other_labels_makes_the_next_run_rebuild(f
 def hold_big_rankings(monkeypatch) -> list[float]:
     """Worker runs as with a broker, on a clock that stands still unless moved, and incidents of
     three alerts already big; returns the clock."""
-    from incidents.correlation import run, state
+    from incidents.services.correlation import run, state
 
     clock = [1000.0]
     monkeypatch.setattr(state, "BIG_INCIDENT", 3)
@@ -325,7 +325,7 @@ def test_a_big_incident_gets_its_alerts_at_once_and_its_ranking_every_few_second
     """A worker's runs write a big incident's members on every run but rank it (edges, chain, root
     candidates, title) at most every RANK_EVERY_SECONDS, and queue a run for when that is due;
     once it has run, the stored incidents are exactly what a full recompute gives."""
-    from incidents.correlation import run, state
+    from incidents.services.correlation import run, state
 
     clock = hold_big_rankings(monkeypatch)
     asked: list[tuple[str, float]] = []
@@ -378,7 +378,7 @@ def test_an_incident_grown_while_its_ranking_waits_keeps_its_times_severity_and_
     gained (`grown_incident_changes`), not from all its alerts: after every run its latest
     start, severity and status are still what all its alerts give, and its alerts are where
     the engine put them."""
-    from incidents.correlation import run, sync
+    from incidents.services.correlation import run, sync
 
     hold_big_rankings(monkeypatch)
     monkeypatch.setattr(run, "correlation_enqueue_later", lambda key, seconds: None)

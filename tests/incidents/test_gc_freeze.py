@@ -8,8 +8,8 @@ import weakref
 import pytest
 
 from incidents import gc_pause, services
-from incidents.correlation import correlation_run
-from incidents.correlation.state import KEPT
+from incidents.services.correlation import correlation_run
+from incidents.services.correlation.state import KEPT
 from incidents.gc_pause import freeze_run_survivors
 from incidents.models import Alert, Decision
 from incidents.tasks import process_delivery
@@ -85,7 +85,7 @@ def test_dead_cycles_wait_for_a_dropped_state_or_many_runs(monkeypatch):
 
 def test_a_failed_run_frees_the_state_it_took_at_the_next_run(make_integration, tmp_path, monkeypatch):
     from correlate import simulator
-    from incidents.correlation import run
+    from incidents.services.correlation import run
 
     simulator.simulate("fleet-day", "2026-03-14T06:00:00Z", 11, str(tmp_path))
     receive_all(make_integration("alertmanager"), tmp_path / "alerts.jsonl")

@@ -93,7 +93,7 @@ def test_a_real_worker_ranks_a_big_incident_soon_after_holding_its_ranking_back(
     from datetime import datetime, timedelta, timezone
 
     from incidents import services
-    from incidents.correlation.state import BIG_INCIDENT
+    from incidents.services.correlation.state import BIG_INCIDENT
     from incidents.models import Incident
 
     integration = make_integration("alertmanager")

@@ -23,7 +23,7 @@ from correlate.batch import correlate
 from correlate.io import read_alerts
 from correlate.scoring import grouping_from_document, grouping_from_incidents, score
 from incidents import selectors, services
-from incidents.correlation import correlation_run
+from incidents.services.correlation import correlation_run
 from incidents.models import Alert, Delivery, Incident
 from incidents.tasks import process_delivery
 from tests.conftest import require_postgres, wait_until

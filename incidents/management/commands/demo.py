@@ -19,8 +19,8 @@ from django.core.management.base import BaseCommand, CommandError
 from correlate import simulator
 from incidents import services
 from incidents.services.errors import RootlineError
-from incidents.correlation import correlation_rebuild
-from incidents.evidence.collect import evidence_collect, incidents_overlapping
+from incidents.services.correlation import correlation_rebuild
+from incidents.services.evidence import evidence_collect, incidents_overlapping
 from incidents.evidence.local import local_series_import
 from incidents.ingest.common import parse_time
 from incidents.models import Delivery, Integration
@@ -147,7 +147,7 @@ def replay_actions(path: Path, as_of: datetime) -> int:
 def quiet_task_logs():
     """The demo runs every task eagerly: a line per task and per correlation run would bury the
     login it prints at the end."""
-    loggers = [logging.getLogger(name) for name in ("celery.app.trace", "incidents.correlation.run")]
+    loggers = [logging.getLogger(name) for name in ("celery.app.trace", "incidents.services.correlation.run")]
     levels = [logger.level for logger in loggers]
     for logger in loggers:
         logger.setLevel(logging.WARNING)

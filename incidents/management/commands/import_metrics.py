@@ -5,7 +5,7 @@ import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from incidents.evidence.collect import incidents_overlapping
+from incidents.services.evidence import incidents_overlapping
 from incidents.flow import evidence_enqueue
 from incidents.evidence.local import OpenMetricsError, local_series_import
 

@@ -3,7 +3,7 @@ from datetime import datetime
 
 from django.core.management.base import BaseCommand, CommandError
 
-from incidents.correlation import correlation_rebuild
+from incidents.services.correlation import correlation_rebuild
 from incidents.ingest.common import FieldError, parse_time
 
 

@@ -30,9 +30,9 @@ from incidents.catalog import catalog
 from incidents.flow import (
     correlation_enqueue_later, correlation_enqueue_now, evidence_enqueue_for_changes, note_run_finished, pending_flag,
 )
-from incidents.correlation.keys import lookback
-from incidents.correlation.state import KEPT, KeyState
-from incidents.correlation.sync import SyncScope, incidents_sync
+from incidents.services.correlation.keys import lookback
+from incidents.services.correlation.state import KEPT, KeyState
+from incidents.services.correlation.sync import SyncScope, incidents_sync
 from incidents.gc_pause import freeze_run_survivors, full_collection_due, gc_paused
 from incidents.models import Alert, CorrelationLock, Decision, Incident
 

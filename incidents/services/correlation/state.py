@@ -29,7 +29,7 @@ from correlate.catalog import Catalog
 from correlate.engine import Correlator
 from correlate.results import Incident as EngineIncident
 from correlate.results import Member
-from incidents.correlation.sync import SyncScope
+from incidents.services.correlation.sync import SyncScope
 from incidents.models import Alert
 
 _KEY = attrgetter("key")
