@@ -13,7 +13,7 @@ alert may owe an edge to the earlier ones of the modes it can cause. They are fe
 found the problem). `--scan-only` times the linking alone (`Correlator._ingest`, as `correlate()`
 does), without building and ranking the one big incident after every slice, which grows with
 the storm on its own; `--gc-pause` turns the cyclic collector off during each call, as the
-correlation worker's runs do (`gc_paused()` in incidents/): its full collections walk the whole
+correlation worker's runs do (`gc_paused()` in rootline/gc_pause.py): its full collections walk the whole
 growing heap, so they grow with the storm too.
 
 Prints one JSON line: CPU in all, and per alert in the first and in the last tenth of the slices

@@ -13,7 +13,7 @@ Wall time moves with the shared machine's load; CPU time (`process_time`, `threa
 fairer figure. `--only N` correlates the first N clusters only (quick runs); `--gc-freeze` calls
 `gc.freeze()` after every `add_many()`, as a long-running worker can (see bench_engine.py);
 `--gc-pause` turns the cyclic collector off during each `add_many()`, as the correlation worker's
-runs do (`gc_paused()` in incidents/), so the figure is the engine's own work.
+runs do (`gc_paused()` in rootline/gc_pause.py), so the figure is the engine's own work.
 """
 from __future__ import annotations
 

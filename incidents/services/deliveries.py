@@ -9,25 +9,24 @@ from __future__ import annotations
 
 import hashlib
 import logging
-import weakref
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
 from django.core.cache import cache
-from django.db import DatabaseError, IntegrityError, connections, router, transaction
-from django.db.backends.utils import CursorWrapper
+from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
 from incidents.services.correlation import correlation_key_of
 from incidents.flow import DRAIN_FLAG, correlation_enqueue, delivery_enqueue, drain_signal
-from incidents.gc_pause import gc_paused
+from rootline.gc_pause import gc_paused
 from incidents.ingest import ParsedAlert, PayloadError, parser_for
 from incidents.ingest.common import storable
 from incidents.models import Delivery, Integration
 from incidents.services.alerts import View, alerts_upsert, split_by_handling, upsert_views
 from incidents.services.errors import CONFLICT, RootlineError, not_found
+from incidents.sql import insert_unless_conflict
 
 logger = logging.getLogger(__name__)
 
@@ -110,67 +109,12 @@ def delivery_receive(
 
 
 def delivery_insert(delivery: Delivery) -> bool:
-    """INSERT ... ON CONFLICT DO NOTHING RETURNING id: stores the body and tells a body seen
-    before in one statement (the unique constraint `delivery_body_once` decides), where
-    `save()` needed a look-up first and a savepoint. False: nothing stored, a body seen before."""
-    alias = router.db_for_write(Delivery)
-    connection = connections[alias]
-    postgresql = connection.vendor == "postgresql"
-    sql, fields = insert_statement(alias, connection)
-    params = [field.get_db_prep_save(field.pre_save(delivery, True), connection) for field in fields]
-    with (body_cursor(connection) if postgresql else connection.cursor()) as cursor:
-        cursor.execute(sql, params)
-        row = cursor.fetchone()
-    if row is None:
-        return False
-    delivery.pk = row[0]
-    delivery._state.adding = False
-    delivery._state.db = alias
-    return True
+    """Store the body, telling a body seen before in the same statement (the unique constraint
+    `delivery_body_once` decides), where `save()` needed a look-up first and a savepoint. False:
+    nothing stored, a body seen before."""
+    return insert_unless_conflict(delivery, binary="body")
 
 
-INSERT_STATEMENTS: dict[tuple[str, str], tuple[str, list]] = {}
-
-
-def insert_statement(alias: str, connection) -> tuple[str, list]:
-    """`delivery_insert`'s SQL and fields, built once per database (a webhook's hot path)."""
-    cached = INSERT_STATEMENTS.get((alias, connection.vendor))
-    if cached is None:
-        meta = Delivery._meta
-        fields = [field for field in meta.concrete_fields if not field.primary_key]
-        quote = connection.ops.quote_name
-        postgresql = connection.vendor == "postgresql"
-        sql = "INSERT INTO {} ({}) VALUES ({}) ON CONFLICT DO NOTHING RETURNING {}".format(
-            quote(meta.db_table), ", ".join(quote(field.column) for field in fields),
-            ", ".join("%b" if postgresql and field.name == "body" else "%s" for field in fields), quote(meta.pk.column),
-        )
-        cached = INSERT_STATEMENTS[(alias, connection.vendor)] = (sql, fields)
-    return cached
-
-
-def body_cursor(connection) -> CursorWrapper:
-    """A cursor for storing a body on PostgreSQL: parameters bound on the server, the body sent
-    as binary (`%b`) rather than spelled into the statement as a hex literal twice its size, and
-    the session's TOAST compression lz4 rather than pglz where the server has it. Measured on the
-    bench machine for 49 KB bodies: 0.60 -> 0.13 ms of PostgreSQL CPU and 0.13 -> 0.04 ms of
-    web CPU per insert. Stored bodies read back the same whatever compressed them. Django's
-    CursorWrapper keeps its error translation and execute wrappers."""
-    from django.db.backends.postgresql.base import ServerBindingCursor
-
-    connection.ensure_connection()
-    raw = connection.connection
-    if raw not in LZ4_CHECKED:
-        with raw.cursor() as cursor:
-            cursor.execute(
-                "SELECT 1 FROM pg_settings WHERE name = 'default_toast_compression' AND 'lz4' = ANY(enumvals)"
-            )
-            if cursor.fetchone() is not None:
-                cursor.execute("SET default_toast_compression = lz4")
-        LZ4_CHECKED.add(raw)
-    return CursorWrapper(ServerBindingCursor(raw), connection)
-
-
-LZ4_CHECKED: "weakref.WeakSet" = weakref.WeakSet()
 
 
 

@@ -22,7 +22,7 @@ from datetime import datetime, timedelta, timezone
 
 from django.conf import settings
 from django.core.cache import cache
-from django.db import connection, transaction
+from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone as django_timezone
 
@@ -33,6 +33,7 @@ from incidents.evidence.points import RangeSeries, labels_key, pack_points, unpa
 from incidents.evidence.prometheus import PrometheusError, PrometheusSource
 from incidents.flow import MIN_INTERVAL_SECONDS, evidence_pending_flag, evidence_started_key
 from incidents.models import Alert, EvidenceGap, EvidenceSeries, Incident
+from incidents.sql import advisory_xact_lock
 
 logger = logging.getLogger(__name__)
 
@@ -204,10 +205,8 @@ def incident_for_evidence(incident_id: int) -> Incident | None:
     must never wait for a collection the kernel has set aside during a storm. The evidence rows'
     foreign key still keeps the incident from being deleted under them (a collection whose
     incident went meanwhile fails and is retried, then finds it gone)."""
-    if connection.vendor != "postgresql":
+    if not advisory_xact_lock(EVIDENCE_LOCK_SPACE, incident_id % 2**31):
         return Incident.objects.select_for_update().filter(pk=incident_id).first()
-    with connection.cursor() as cursor:
-        cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [EVIDENCE_LOCK_SPACE, incident_id % 2**31])
     return Incident.objects.filter(pk=incident_id).first()
 
 

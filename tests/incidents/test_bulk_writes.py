@@ -1,4 +1,4 @@
-"""The correlation's set-based writes (`incidents/services/correlation/bulk.py`) on PostgreSQL: ids,
+"""The correlation's set-based writes (`incidents/sql.py`) on PostgreSQL: ids,
 references, flags, text, timestamps and numbers go as array text, NULLs included, and land as
 they were set."""
 from __future__ import annotations
@@ -7,7 +7,7 @@ import datetime
 
 import pytest
 
-from incidents.services.correlation.bulk import _array, rows_insert, rows_update
+from incidents.sql import _array, rows_insert, rows_update
 from incidents.models import Alert, Incident, IncidentEdge
 from tests.conftest import require_postgres
 

@@ -7,10 +7,11 @@ import weakref
 
 import pytest
 
-from incidents import gc_pause, services
+from incidents import services
+from rootline import gc_pause
 from incidents.services.correlation import correlation_run
 from incidents.services.correlation.state import KEPT
-from incidents.gc_pause import freeze_run_survivors
+from rootline.gc_pause import freeze_run_survivors
 from incidents.models import Alert, Decision
 from incidents.tasks import process_delivery
 from tests.incidents.test_correlation_state import bodies

@@ -33,8 +33,9 @@ from incidents.flow import (
 from incidents.services.correlation.keys import lookback
 from incidents.services.correlation.state import KEPT, KeyState
 from incidents.services.correlation.sync import SyncScope, incidents_sync
-from incidents.gc_pause import freeze_run_survivors, full_collection_due, gc_paused
+from rootline.gc_pause import freeze_run_survivors, full_collection_due, gc_paused
 from incidents.models import Alert, CorrelationLock, Decision, Incident
+from incidents.sql import advisory_xact_lock, count_ids
 
 logger = logging.getLogger(__name__)
 
@@ -137,9 +138,7 @@ def key_lock(key: str) -> None:
     status): an action committed in between was lost. And a grouping action re-runs correlation,
     which takes the key: taken after the incident's row, it deadlocked with a worker that holds
     the key and writes that row (`tests/incidents/test_actions_audit.py`)."""
-    if connection.vendor == "postgresql":
-        with connection.cursor() as cursor:
-            cursor.execute("SELECT pg_advisory_xact_lock(%s, %s)", [CORRELATION_LOCK_SPACE, zlib.crc32(key.encode()) - 2**31])
+    if advisory_xact_lock(CORRELATION_LOCK_SPACE, zlib.crc32(key.encode()) - 2**31):
         return
     CorrelationLock.objects.get_or_create(key=key)
     # SQLite has no row locks: a write takes the database's write lock for the transaction.
@@ -203,17 +202,7 @@ def still_stored(previous: dict[int, set[str]]) -> bool:
     if not incident_ids:
         return True
     held = sum(len(keys) for keys in previous.values())
-    return count_stored(Incident, "id", incident_ids) == len(incident_ids) and count_stored(Alert, "incident_id", incident_ids) == held
-
-
-def count_stored(model, column: str, ids: list[int]) -> int:
-    """How many rows of `model` have `column` (an id column) among `ids`."""
-    if connection.vendor != "postgresql":
-        return model.objects.filter(**{f"{column}__in": ids}).count()
-    quote = connection.ops.quote_name
-    with connection.cursor() as cursor:  # one array parameter instead of a placeholder per id
-        cursor.execute(f"SELECT count(*) FROM {quote(model._meta.db_table)} WHERE {quote(column)} = ANY(%s)", [ids])
-        return cursor.fetchone()[0]
+    return count_ids(Incident, "id", incident_ids) == len(incident_ids) and count_ids(Alert, "incident_id", incident_ids) == held
 
 
 def oldest_first(pending, limit: int | None) -> tuple[list, bool]:

@@ -13,7 +13,7 @@ from django.utils import timezone
 
 from correlate.results import Incident as EngineIncident
 from correlate.results import Member
-from incidents.services.correlation.bulk import rows_delete, rows_insert, rows_update
+from incidents.sql import rows_delete, rows_insert, rows_update
 from incidents.models import Alert, Decision, Incident, IncidentEdge, RootCandidate
 
 SEVERITY_WORDS = {
