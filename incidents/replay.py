@@ -15,8 +15,6 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.db import IntegrityError
 from django.db.models import Q
 from django.utils import timezone
@@ -25,7 +23,10 @@ from incidents.action_bodies import action_call, unstorable
 from incidents.ingest.common import FieldError, parse_time
 from incidents.models import Alert, Incident, IncidentAction, PendingAction
 from incidents.services.errors import RootlineError
-from incidents.services.roles import require_role
+from incidents.services.pending_actions import (
+    pending_action_fail, pending_action_keep, pending_action_mark_expired, pending_action_settle, pending_action_wait,
+)
+from incidents.services.roles import require_role, user_ensure
 
 logger = logging.getLogger(__name__)
 
@@ -114,7 +115,7 @@ def line_body(line: dict) -> dict:
 
 def settled(key: str, outcome: str) -> str:
     """A line applied (now or before) no longer waits."""
-    PendingAction.objects.filter(replay_key=key).delete()
+    pending_action_settle(replay_key=key)
     return outcome
 
 
@@ -124,12 +125,8 @@ def settled(key: str, outcome: str) -> str:
 def action_line_keep_pending(*, line: dict, source: str, waiting_for: str) -> PendingAction:
     """Keep a line that raised AlertsNotThereYet; importing it again updates the same row (and
     gives one that had failed or expired another try, with a new time limit)."""
-    pending, _ = PendingAction.objects.update_or_create(
-        replay_key=replay_key_of(line),
-        defaults={"line": line, "at": line_time(line), "source": source[:300], "waiting_for": waiting_for, "error": "",
-                  "failed_at": None, "expired_at": None, "kept_at": timezone.now()},
-    )
-    return pending
+    return pending_action_keep(replay_key=replay_key_of(line), line=line, at=line_time(line), source=source,
+                               waiting_for=waiting_for)
 
 
 def pending_actions_apply(*, now: datetime | None = None) -> dict[str, int]:
@@ -154,12 +151,12 @@ def pending_action_try(pending: PendingAction, *, expire: bool = False, now: dat
     except AlertsNotThereYet as exc:
         if expire:
             return pending_action_expire(pending, now=now or timezone.now())
-        PendingAction.objects.filter(pk=pending.pk).update(waiting_for=exc.message)
+        pending_action_wait(pending=pending, waiting_for=exc.message)
         return "pending"
     except RootlineError as exc:
         if IncidentAction.objects.filter(replay_key=pending.replay_key).exists():
             return settled(pending.replay_key, "already")  # applied meanwhile, by an import of its line
-        PendingAction.objects.filter(pk=pending.pk).update(error=exc.message, failed_at=timezone.now())
+        pending_action_fail(pending=pending, error=exc.message)
         logger.warning("pending action %s could not be applied: %s", pending.source, exc.message)
         return "failed"
 
@@ -168,7 +165,7 @@ def pending_action_expire(pending: PendingAction, *, now: datetime) -> str:
     missing = "; ".join(alerts_missing(pending.line)) or pending.waiting_for
     hours = settings.PENDING_ACTION_TTL_HOURS
     reason = f"expired: its alerts did not arrive within {hours} h of its import: {missing}"
-    PendingAction.objects.filter(pk=pending.pk, expired_at=None).update(waiting_for=missing, error=reason, expired_at=now)
+    pending_action_mark_expired(pending=pending, missing=missing, reason=reason, now=now)
     logger.warning("pending action %s (%s at %s) %s", pending.source, pending.line.get("action"), pending.at.isoformat(),
                    reason)
     return "expired"
@@ -259,7 +256,4 @@ def actor_for(line: dict):
     username = line.get("by")
     if not isinstance(username, str) or not username.strip():
         raise ReplayError("by: expected a username")
-    user, created = get_user_model().objects.get_or_create(username=username.strip()[:150])
-    if created:
-        user.groups.add(Group.objects.get_or_create(name="responder")[0])
-    return user
+    return user_ensure(username=username.strip()[:150], role="responder")

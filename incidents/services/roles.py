@@ -2,7 +2,8 @@
 allowed what the ones before it are."""
 from __future__ import annotations
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth import get_user_model
+from django.contrib.auth.models import AbstractBaseUser, Group
 
 from incidents.services.errors import forbidden
 
@@ -25,3 +26,11 @@ def has_role(user: AbstractBaseUser, role: str) -> bool:
 def require_role(user: AbstractBaseUser, role: str) -> None:
     if not has_role(user, role):
         raise forbidden(f"this needs the {role} role; {user.get_username() or 'you'} is a {role_of(user)}")
+
+
+def user_ensure(*, username: str, role: str) -> AbstractBaseUser:
+    """The user of that name, created with `role` if new (an import line acts as its person)."""
+    user, created = get_user_model().objects.get_or_create(username=username)
+    if created:
+        user.groups.add(Group.objects.get_or_create(name=role)[0])
+    return user
