@@ -1,10 +1,9 @@
 """The local series store: OpenMetrics files imported into `LocalSeries`, read back the way
 Prometheus answers a range query.
 
-`import_metrics` parses a file (the format `promtool tsdb create-blocks-from openmetrics`
-takes: timestamps in seconds, a final `# EOF`) and merges it into the rows, one per sample name
-and label set, so a second import of the same file changes nothing and an overlapping one only
-adds what is new. `LocalSource` evaluates an `EvidenceQuery` over those rows with Prometheus
+`parse_openmetrics` reads a file (the format `promtool tsdb create-blocks-from openmetrics`
+takes: timestamps in seconds, a final `# EOF`), which `incidents/services/local_series.py`
+merges into the rows, one per sample name and label set. `LocalSource` evaluates an `EvidenceQuery` over those rows with Prometheus
 2.x semantics: a gauge at step t is its last sample in [t-5m, t]; `rate` is Prometheus'
 extrapolated rate over [t-w, t] with counter resets; `histogram_quantile` interpolates inside
 the bucket as Prometheus does. A team without Prometheus (or with a Prometheus whose retention
@@ -19,12 +18,9 @@ from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import datetime, timezone
-from pathlib import Path
-
-from django.db import transaction
 
 from incidents.evidence import queries as q
-from incidents.evidence.points import RangeSeries, labels_key, pack_points, unpack_points
+from incidents.evidence.points import RangeSeries, unpack_points
 from incidents.models import LocalSeries
 
 _SAMPLE = re.compile(
@@ -39,22 +35,6 @@ MILLISECONDS_FROM = 1e11  # seconds reach this in the year 5138; milliseconds pa
 
 class OpenMetricsError(ValueError):
     """A file that cannot be imported; the message names the line."""
-
-
-@dataclass
-class ImportResult:
-    series: int = 0
-    samples: int = 0
-    created: int = 0
-    updated: int = 0
-    unchanged: int = 0
-    start: datetime | None = None
-    end: datetime | None = None
-
-    def as_dict(self) -> dict:
-        return {"series": self.series, "samples": self.samples, "created": self.created, "updated": self.updated,
-                "unchanged": self.unchanged, "start": self.start.isoformat() if self.start else None,
-                "end": self.end.isoformat() if self.end else None}
 
 
 def parse_openmetrics(lines: Iterable[str]) -> dict[tuple[str, tuple[tuple[str, str], ...]], dict[float, float]]:
@@ -99,47 +79,6 @@ def parse_openmetrics(lines: Iterable[str]) -> dict[tuple[str, tuple[tuple[str, 
 
 def _unescape(found: re.Match) -> str:
     return "\n" if found.group(1) == "n" else found.group(1)
-
-
-def local_series_import(*, path: Path | str) -> ImportResult:
-    """Merge a file's samples into the store; idempotent (rows whose points do not change are not written)."""
-    with open(path, encoding="utf-8") as handle:
-        parsed = parse_openmetrics(handle)
-    result = ImportResult(series=len(parsed), samples=sum(len(points) for points in parsed.values()))
-    by_metric: dict[str, dict[str, tuple[dict[str, str], dict[float, float]]]] = defaultdict(dict)
-    for (name, labels), points in parsed.items():
-        as_dict = dict(labels)
-        by_metric[name][labels_key(as_dict)] = (as_dict, points)
-    first, last = math.inf, -math.inf
-    with transaction.atomic():
-        for metric, incoming in by_metric.items():
-            existing = {row.labels_key: row for row in LocalSeries.objects.filter(metric=metric, labels_key__in=list(incoming))}
-            created, changed = [], []
-            for key, (labels, points) in incoming.items():
-                row = existing.get(key)
-                merged = dict(unpack_points(row.points)) if row else {}
-                before = dict(merged)
-                merged.update(points)
-                ordered = sorted(merged.items())
-                first, last = min(first, ordered[0][0]), max(last, ordered[-1][0])
-                if row is not None and merged == before:
-                    result.unchanged += 1
-                    continue
-                fields = {"points": pack_points(ordered), "point_count": len(ordered),
-                          "start": _dt(ordered[0][0]), "end": _dt(ordered[-1][0])}
-                if row is None:
-                    created.append(LocalSeries(metric=metric, labels=labels, labels_key=key, **fields))
-                else:
-                    for name, value in fields.items():
-                        setattr(row, name, value)
-                    changed.append(row)
-            LocalSeries.objects.bulk_create(created, batch_size=500)
-            LocalSeries.objects.bulk_update(changed, ["points", "point_count", "start", "end"], batch_size=500)
-            result.created += len(created)
-            result.updated += len(changed)
-    if parsed:
-        result.start, result.end = _dt(first), _dt(last)
-    return result
 
 
 def _dt(ts: float) -> datetime:

@@ -34,3 +34,14 @@ def user_ensure(*, username: str, role: str) -> AbstractBaseUser:
     if created:
         user.groups.add(Group.objects.get_or_create(name=role)[0])
     return user
+
+
+def admin_ensure(*, username: str, password: str) -> AbstractBaseUser:
+    """An admin of that name whose password is `password` (the demo's login, printed by `make run`)."""
+    User = get_user_model()
+    user = User.objects.filter(username=username).first() or User.objects.create_superuser(username, f"{username}@localhost", password)
+    if not user.check_password(password):
+        user.set_password(password)
+        user.save(update_fields=["password"])
+    user.groups.add(Group.objects.get_or_create(name="admin")[0])
+    return user

@@ -12,8 +12,6 @@ from datetime import datetime, timedelta, timezone
 from pathlib import Path
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
 from django.core.management.base import BaseCommand, CommandError
 
 from correlate import simulator
@@ -21,7 +19,8 @@ from incidents import services
 from incidents.services.errors import RootlineError
 from incidents.services.correlation import correlation_rebuild
 from incidents.services.evidence import evidence_collect, incidents_overlapping
-from incidents.evidence.local import local_series_import
+from incidents.services.local_series import local_series_import
+from incidents.services.roles import admin_ensure
 from incidents.ingest.common import parse_time
 from incidents.models import Delivery, Integration
 from incidents.replay import action_line_apply
@@ -82,12 +81,7 @@ def admin_login() -> tuple[str, str]:
         path.write_text(secrets.token_urlsafe(12))
         path.chmod(0o600)
     password = path.read_text().strip()
-    User = get_user_model()
-    user = User.objects.filter(username="admin").first() or User.objects.create_superuser("admin", "admin@localhost", password)
-    if not user.check_password(password):
-        user.set_password(password)
-        user.save(update_fields=["password"])
-    user.groups.add(Group.objects.get_or_create(name="admin")[0])
+    admin_ensure(username="admin", password=password)
     return "admin", password
 
 

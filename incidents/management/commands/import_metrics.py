@@ -7,7 +7,8 @@ from django.core.management.base import BaseCommand, CommandError
 
 from incidents.services.evidence import incidents_overlapping
 from incidents.flow import evidence_enqueue
-from incidents.evidence.local import OpenMetricsError, local_series_import
+from incidents.evidence.local import OpenMetricsError
+from incidents.services.local_series import local_series_import
 
 
 class Command(BaseCommand):
