@@ -1,7 +1,7 @@
-"""A tolerant reader of webhook bodies (Alertmanager v4, Grafana, PagerDuty events) into Alerts.
-
-The Django app has strict per-source parsers; this one serves the command line and benchmarks,
-so it skips what it cannot read instead of reporting it, and never needs Django.
+"""The engine's file reader: files of webhook bodies (Alertmanager v4, Grafana, PagerDuty events),
+one a line, read into Alerts by the app's own per-source parsers (`correlate.ingest`), for the
+command line, the scorers and the benchmarks. Tolerant where the webhook answers 400: it skips
+what the parsers reject, and an alert with no time of its own (a file has no arrival time).
 """
 from __future__ import annotations
 
@@ -11,10 +11,10 @@ from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
-from correlate import pagerduty
-from correlate.events import FIRING, RESOLVED, Alert, change_labels, event_fingerprint, is_zero_time
+from correlate.events import FIRING, RESOLVED, Alert, change_labels, is_zero_time
+from correlate.ingest import ParsedAlert, PayloadError, kind_of, parser_for
+from correlate.ingest.common import decode_json
 
-_LABEL_LIMIT = 16 * 1024  # the webhook's limit on a label value (incidents/ingest/common.py)
 
 _FRACTION = re.compile(r"(\.\d{1,6})\d*")
 _OFFSET_NO_COLON = re.compile(r"([+-]\d{2})(\d{2})$")
@@ -38,16 +38,13 @@ def parse_time(value: str | None) -> datetime | None:
     return moment.astimezone(timezone.utc)
 
 
-def iter_json_lines(path: str | Path) -> Iterator[Any]:
-    with open(path, encoding="utf-8") as handle:
+def iter_body_lines(path: str | Path) -> Iterator[bytes]:
+    """The bodies of a file of webhook bodies, one a line (blank lines skipped)."""
+    with open(path, "rb") as handle:
         for line in handle:
             line = line.strip()
-            if not line:
-                continue
-            try:
-                yield json.loads(line)
-            except json.JSONDecodeError:
-                continue
+            if line:
+                yield line
 
 
 OCCURRENCE, TRIGGER, ACKNOWLEDGE, END = "occurrence", "trigger", "acknowledge", "end"
@@ -55,149 +52,33 @@ _EVENT_KINDS = {"trigger": TRIGGER, "acknowledge": ACKNOWLEDGE, "resolve": END} 
 
 
 def alerts_from_body(body: Mapping[str, Any] | list) -> list[Alert]:
-    """Alerts of one webhook body, whatever the sender; [] for anything unreadable. (An Events API
-    acknowledge or resolve names no occurrence of its own: `read_alerts` applies a resolve to the
-    one it ends.)"""
-    return [alert for kind, alert in _read_body(body) if kind in (OCCURRENCE, TRIGGER)]
+    """Alerts of one decoded webhook body, whatever the sender; [] for anything unreadable. (An
+    Events API acknowledge or resolve names no occurrence of its own: `read_alerts` applies a
+    resolve to the one it ends.)"""
+    raw = json.dumps(body, ensure_ascii=False).encode("utf-8", "surrogatepass")
+    return [alert for kind, alert in _read_body(raw) if kind in (OCCURRENCE, TRIGGER)]
 
 
-def _read_body(body: Mapping[str, Any] | list) -> list[tuple[str, Alert]]:
-    """(kind, alert) pairs of one body: an Alertmanager or Grafana alert or a change is an
-    OCCURRENCE; an Events API event is a TRIGGER, an ACKNOWLEDGE or an END (ended at its time).
-
-    PagerDuty bodies are read as the app reads them (incidents/ingest/events.py): an Events API
-    v2 event (`event_action` trigger, acknowledge or resolve) is an alert named by its
-    `dedup_key`; a body without `event_action` is a Change Event unless it looks like an alert
-    event that lost it (a `dedup_key` or a `severity`), which is skipped. A list holds events."""
-    if isinstance(body, list):
-        return [pair for item in body if isinstance(item, Mapping) and isinstance(item.get("payload"), Mapping)
-                for pair in _read_body(item)]
-    if not isinstance(body, Mapping):
+def _read_body(raw: bytes) -> list[tuple[str, Alert]]:
+    """(kind, alert) pairs of one body, read by the app's own parser for its source
+    (`correlate.ingest`), with no arrival time: an alert that carries no time of its own is
+    skipped, as is anything the parser rejects. An Alertmanager or Grafana alert or a change is
+    an OCCURRENCE; an Events API event is a TRIGGER, an ACKNOWLEDGE or an END (ended at its time)."""
+    try:
+        result = parser_for(kind_of(decode_json(raw)))(raw, None)
+    except PayloadError:
         return []
-    if isinstance(body.get("alerts"), list):
-        return [(OCCURRENCE, a) for a in (_alert_from_alertmanager(raw) for raw in body["alerts"]) if a is not None]
-    payload = body.get("payload")
-    if not isinstance(payload, Mapping):
-        return []
-    action = body.get("event_action")
-    kind = _EVENT_KINDS.get(action) if isinstance(action, str) else None
-    if kind is not None:
-        event = alert_from_event(body)
-        return [(kind, event)] if event is not None else []
-    if "event_action" in body or "dedup_key" in body or "severity" in payload:
-        return []
-    change = change_from_event(body)
-    return [(OCCURRENCE, change)] if change is not None else []
+    return [_as_read(parsed) for parsed in result.alerts]
 
 
-def _labels(raw: Any) -> dict[str, str]:
-    if not isinstance(raw, Mapping):
-        return {}
-    return {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in raw.items() if v is not None}
-
-
-def _alert_from_alertmanager(raw: Any) -> Alert | None:
-    if not isinstance(raw, Mapping):
-        return None
-    starts_at = parse_time(raw.get("startsAt"))
-    fingerprint = str(raw.get("fingerprint") or "")
-    labels = _labels(raw.get("labels"))
-    if starts_at is None or not labels:
-        return None
-    if not fingerprint:
-        fingerprint = event_fingerprint(source=json.dumps(labels, sort_keys=True), summary="", component="")
-    status = RESOLVED if raw.get("status") == RESOLVED else FIRING
-    return Alert(
-        fingerprint=fingerprint,
-        starts_at=starts_at,
-        labels=labels,
-        annotations=_labels(raw.get("annotations")),
-        ends_at=parse_time(raw.get("endsAt")) if status == RESOLVED else None,
-        status=status,
-        generator_url=str(raw.get("generatorURL") or ""),
-    )
-
-
-def alert_from_event(body: Mapping[str, Any]) -> Alert | None:
-    """A PagerDuty Events API v2 event as an occurrence of its dedup_key at its timestamp: a
-    trigger or acknowledge fires, a resolve ends (`read_alerts` applies it to the firing one)."""
-    payload = body["payload"]
-    summary = str(payload.get("summary") or "")
-    when = parse_time(payload.get("timestamp"))
-    action = body.get("event_action")
-    dedup_key = str(body.get("dedup_key") or "")
-    if when is None or not (dedup_key or summary):
-        return None
-    fingerprint = dedup_key or event_fingerprint(source=str(payload.get("source") or ""), summary=summary,
-                                                 component=str(payload.get("component") or ""))
-    labels = _event_labels(payload, summary)
-    severity = payload.get("severity")
-    if isinstance(severity, str) and severity:
-        labels.setdefault("severity", severity)
-    resolved = action == "resolve"
-    return Alert(
-        fingerprint=fingerprint,
-        starts_at=when,
-        labels=labels,
-        annotations={"summary": summary} if summary else {},
-        ends_at=when if resolved else None,
-        status=RESOLVED if resolved else FIRING,
-        generator_url=_first_link(body),
-    )
-
-
-def _event_labels(payload: Mapping[str, Any], summary: str) -> dict[str, str]:
-    """custom_details (scalars, one level deep, without the group's alert lists and counts) plus
-    the group's common labels, source, component, group and class; named as the app names it
-    (`correlate.pagerduty.event_alertname`)."""
-    details = payload.get("custom_details")
-    labels: dict[str, str] = {}
-    if isinstance(details, Mapping):
-        scalars = {str(k): v if isinstance(v, str) else json.dumps(v) for k, v in details.items()
-                   if v is not None and not isinstance(v, (dict, list))}
-        labels.update({k: v for k, v in scalars.items() if not pagerduty.is_group_detail(k, v, _LABEL_LIMIT)})
-    explicit = dict(labels)
-    group = pagerduty.group_labels(details)
-    for key, value in group.items():
-        labels.setdefault(key, value)
-    for key in ("source", "component", "group", "class"):
-        if payload.get(key):
-            labels.setdefault(key, str(payload[key]))
-    labels["alertname"] = pagerduty.event_alertname(
-        details=explicit, group=group, klass=labels.get("class", ""), summary=summary
-    )
-    return labels
-
-
-def _first_link(body: Mapping[str, Any]) -> str:
-    links = body.get("links")
-    hrefs = [link.get("href") for link in links if isinstance(link, Mapping)] if isinstance(links, list) else []
-    for candidate in (body.get("client_url"), *hrefs):
-        if isinstance(candidate, str) and candidate.startswith(("http://", "https://")):
-            return candidate
-    return ""
-
-
-def change_from_event(body: Mapping[str, Any]) -> Alert | None:
-    """A PagerDuty (Change) Events body as a resolved process/change occurrence at its timestamp."""
-    payload = body.get("payload")
-    if not isinstance(payload, Mapping):
-        return None
-    summary = str(payload.get("summary") or "")
-    source = str(payload.get("source") or "")
-    component = str(payload.get("component") or "")
-    when = parse_time(payload.get("timestamp"))
-    if when is None or not (summary or source):
-        return None
-    labels = change_labels(_event_labels(payload, summary))
-    return Alert(
-        fingerprint=event_fingerprint(source=source, summary=summary, component=component),
-        starts_at=when,
-        labels=labels,
-        annotations={"summary": summary},
-        ends_at=when,
-        status=RESOLVED,
-    )
+def _as_read(parsed: ParsedAlert) -> tuple[str, Alert]:
+    labels = change_labels(parsed.labels) if parsed.kind == "change" else parsed.labels
+    alert = Alert(fingerprint=parsed.fingerprint, starts_at=parsed.starts_at, labels=labels, annotations=parsed.annotations,
+                  ends_at=parsed.ends_at, status=RESOLVED if parsed.status == RESOLVED else FIRING,
+                  generator_url=parsed.generator_url)
+    if parsed.kind == "change":
+        return OCCURRENCE, alert
+    return _EVENT_KINDS.get(parsed.event_action, OCCURRENCE), alert
 
 
 def read_alerts(paths: Iterable[str | Path]) -> list[Alert]:
@@ -212,7 +93,7 @@ def read_alerts(paths: Iterable[str | Path]) -> list[Alert]:
     seen: dict[str, Alert] = {}
     firing: dict[str, str] = {}  # fingerprint -> key of its latest occurrence still firing
     for path in paths:
-        for body in iter_json_lines(path):
+        for body in iter_body_lines(path):
             for kind, alert in _read_body(body):
                 if kind == ACKNOWLEDGE:
                     continue

@@ -1,5 +1,5 @@
 """What the senders that route alerts through PagerDuty's APIs put where: one definition for the
-strict webhook parser (`incidents/ingest/events.py`) and the engine's file reader (`correlate/io.py`).
+strict webhook parser (`correlate/ingest/events.py`) and the engine's file reader (`correlate/io.py`).
 
 Alertmanager's `pagerduty_configs` and Grafana's PagerDuty contact point send one event per alert
 group. They name it by a summary such as `[FIRING:3] KVCacheHigh (prod-eu llm)` (the firing count

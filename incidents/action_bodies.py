@@ -12,7 +12,7 @@ from typing import Any
 
 from django.contrib.auth.models import AbstractBaseUser
 
-from incidents.ingest.common import FieldError, parse_time
+from correlate.ingest.common import FieldError, parse_time
 from incidents.models import Incident
 from incidents.services import incidents as actions
 from incidents.services.errors import invalid

@@ -20,7 +20,7 @@ from django.db.models import Q
 from django.utils import timezone
 
 from incidents.action_bodies import action_call, unstorable
-from incidents.ingest.common import FieldError, parse_time
+from correlate.ingest.common import FieldError, parse_time
 from incidents.models import Alert, Incident, IncidentAction, PendingAction
 from incidents.services.errors import RootlineError
 from incidents.services.pending_actions import (

@@ -17,7 +17,7 @@ from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 
 from incidents import selectors, services
-from incidents.ingest.events import routing_key_of
+from correlate.ingest.events import routing_key_of
 from incidents.action_bodies import incident_act_on_body
 from incidents.services.errors import RootlineError
 from incidents.services.roles import has_role

@@ -5,7 +5,7 @@ from __future__ import annotations
 from rest_framework import authentication, parsers
 from rest_framework.exceptions import AuthenticationFailed, ParseError
 
-from incidents.ingest.common import MAX_JSON_DEPTH, PayloadError, _check_parsed_depth
+from correlate.ingest.common import MAX_JSON_DEPTH, PayloadError, _check_parsed_depth
 
 
 class TokenAuthentication(authentication.TokenAuthentication):

@@ -22,7 +22,7 @@ from incidents.api.errors import ApiErrors, shown
 from incidents.api.serializers import (
     ActionBodySerializer, AlertSerializer, ErrorSerializer, IncidentDetailSerializer, IncidentSerializer, SplitResultSerializer,
 )
-from incidents.ingest.common import FieldError, parse_time
+from correlate.ingest.common import FieldError, parse_time
 from incidents.models import Alert, Incident
 
 

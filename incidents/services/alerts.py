@@ -10,7 +10,7 @@ from django.db import connections, router, transaction
 from django.utils import timezone
 
 from incidents.services.correlation import correlation_key_of
-from incidents.ingest import ParsedAlert
+from correlate.ingest import ParsedAlert
 from incidents.models import Alert, Delivery, Integration
 
 try:  # labels and annotations go to PostgreSQL as JSON text: orjson writes them 10x faster

@@ -21,8 +21,8 @@ from django.utils import timezone
 from incidents.services.correlation import correlation_key_of
 from incidents.flow import DRAIN_FLAG, correlation_enqueue, delivery_enqueue, drain_signal
 from rootline.gc_pause import gc_paused
-from incidents.ingest import ParsedAlert, PayloadError, parser_for
-from incidents.ingest.common import storable
+from correlate.ingest import ParsedAlert, PayloadError, parser_for
+from correlate.ingest.common import storable
 from incidents.models import Delivery, Integration
 from incidents.services.alerts import View, alerts_upsert, split_by_handling, upsert_views
 from incidents.services.errors import CONFLICT, RootlineError, not_found

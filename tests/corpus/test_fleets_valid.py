@@ -10,8 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from incidents.ingest import parser_for
-from incidents.ingest.common import parse_time
+from correlate.ingest import parser_for
+from correlate.ingest.common import parse_time
 
 ROOT = Path(__file__).resolve().parents[2]
 FLEETS = ROOT / "corpus" / "fleets"

@@ -62,7 +62,7 @@ def pd_event(action, dedup_key, at, summary="LLM gateway 5xx above 5%", **detail
 
 
 def test_events_api_triggers_are_firing_alerts_and_a_resolve_ends_them(tmp_path):
-    """Read as the app reads them (incidents/ingest/events.py), not as changes: a trigger fires
+    """Read as the app reads them (correlate/ingest/events.py), not as changes: a trigger fires
     under its dedup_key, a resolve (its own time) ends the occurrence it names."""
     stream = tmp_path / "events.jsonl"
     stream.write_text("\n".join(json.dumps(body) for body in [

@@ -13,7 +13,7 @@ from correlate.batch import cluster_of as batch_cluster
 from correlate.events import Alert, change_labels, is_zero_time
 from correlate.topology import cluster_of, scope_of
 from incidents.services.correlation.keys import correlation_key_of
-from incidents.ingest import parser_for
+from correlate.ingest import parser_for
 
 RECEIVED = datetime(2026, 12, 1, 12, 0, tzinfo=timezone.utc)
 

@@ -8,7 +8,9 @@ ROOT = Path(__file__).resolve().parents[2]
 FORBIDDEN = ("django", "celery", "rest_framework", "incidents", "rootline")
 ENGINE_MODULES = ["correlate", "correlate.engine", "correlate.catalog", "correlate.classify", "correlate.topology",
                   "correlate.timing", "correlate.ranking", "correlate.results", "correlate.io", "correlate.scoring",
-                  "correlate.cli", "correlate.score", "correlate.testing", "correlate.events"]
+                  "correlate.cli", "correlate.score", "correlate.testing", "correlate.events", "correlate.batch",
+                  "correlate.partition", "correlate.rewind", "correlate.linking", "correlate.assembly", "correlate.entries",
+                  "correlate.pagerduty", "correlate.ingest"]
 
 
 def test_importing_the_engine_loads_no_django_celery_or_app_module():

@@ -19,7 +19,7 @@ from datetime import datetime, timezone
 import pytest
 from hypothesis import given, settings as hsettings, strategies as st
 
-from incidents.ingest import common
+from correlate.ingest import common
 
 UTC = timezone.utc
 

@@ -13,8 +13,8 @@ from django.contrib.auth.models import User
 
 from correlate import io as engine_io
 from correlate import pagerduty
-from incidents.ingest import PayloadError, parser_for
-from incidents.ingest.common import MAX_ANNOTATION_VALUE, MAX_LABEL_VALUE
+from correlate.ingest import PayloadError, parser_for
+from correlate.ingest.common import MAX_ANNOTATION_VALUE, MAX_LABEL_VALUE
 from incidents.models import Alert, Delivery
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

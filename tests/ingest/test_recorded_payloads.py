@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 
 from correlate.events import labelset_fingerprint
-from incidents.ingest import parser_for
+from correlate.ingest import parser_for
 from incidents.models import Alert, Delivery
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"

@@ -8,7 +8,7 @@ from datetime import datetime, timedelta, timezone
 
 import pytest
 
-from incidents.ingest.common import MAX_LABEL_VALUE
+from correlate.ingest.common import MAX_LABEL_VALUE
 from incidents.models import Alert, Delivery
 from tests.conftest import require_binary, wait_until
 from tests.support.alertmanager import Alertmanager, make_alert

@@ -21,7 +21,7 @@ from incidents.services.correlation import correlation_rebuild
 from incidents.services.evidence import evidence_collect, incidents_overlapping
 from incidents.services.local_series import local_series_import
 from incidents.services.roles import admin_ensure
-from incidents.ingest.common import parse_time
+from correlate.ingest.common import parse_time
 from incidents.models import Delivery, Integration
 from incidents.replay import action_line_apply
 

@@ -4,7 +4,7 @@ from datetime import datetime
 from django.core.management.base import BaseCommand, CommandError
 
 from incidents.services.correlation import correlation_rebuild
-from incidents.ingest.common import FieldError, parse_time
+from correlate.ingest.common import FieldError, parse_time
 
 
 class Command(BaseCommand):

@@ -10,7 +10,7 @@ from datetime import datetime
 from typing import Any
 
 from correlate.events import labelset_fingerprint
-from incidents.ingest.common import (
+from correlate.ingest.common import (
     MAX_ANNOTATION_VALUE,
     MAX_FINGERPRINT,
     MAX_LABEL_VALUE,
@@ -22,6 +22,7 @@ from incidents.ingest.common import (
     decode_json,
     expect_object,
     parse_time,
+    arrival,
     string_map,
     truncated_alerts,
     type_name,
@@ -30,7 +31,7 @@ from incidents.ingest.common import (
 STATUSES = ("firing", "resolved")
 
 
-def parse(body: bytes, received_at: datetime) -> ParseResult:
+def parse(body: bytes, received_at: datetime | None) -> ParseResult:
     document = decode_json(body)
     alerts = alerts_array(document)
     result = ParseResult(truncated=truncated_alerts(document))
@@ -65,7 +66,7 @@ def other_format(document: dict) -> str:
     return ""
 
 
-def parse_alert(item: Any, path: str, received_at: datetime) -> ParsedAlert:
+def parse_alert(item: Any, path: str, received_at: datetime | None) -> ParsedAlert:
     alert = expect_object(item, path)
     labels = string_map(alert.get("labels"), f"{path}.labels", value_limit=MAX_LABEL_VALUE)
     if not labels:
@@ -79,13 +80,13 @@ def parse_alert(item: Any, path: str, received_at: datetime) -> ParsedAlert:
     # an Events API event, updating the occurrence of its fingerprint that is firing, if any,
     # and otherwise timed by its arrival.
     known_start = parse_time(alert["startsAt"], f"{path}.startsAt")
-    starts_at = known_start or received_at
+    starts_at = known_start or arrival(received_at, f"{path}.startsAt")
     ends_at = parse_time(alert["endsAt"], f"{path}.endsAt") if alert.get("endsAt") not in (None, "") else None
     status = alert_status(alert, path, ends_at, received_at)
     if status == "firing":
         ends_at = None  # a firing alert's endsAt is only Prometheus's "valid until"
     elif ends_at is None or ends_at < starts_at:
-        ends_at = max(starts_at, min(received_at, ends_at or received_at))
+        ends_at = max(starts_at, min(received_at or starts_at, ends_at or received_at or starts_at))
     return ParsedAlert(
         fingerprint=fingerprint_of(alert, path, labels),
         status=status,
@@ -98,10 +99,10 @@ def parse_alert(item: Any, path: str, received_at: datetime) -> ParsedAlert:
     )
 
 
-def alert_status(alert: dict, path: str, ends_at: datetime | None, received_at: datetime) -> str:
+def alert_status(alert: dict, path: str, ends_at: datetime | None, received_at: datetime | None) -> str:
     status = alert.get("status")
     if status is None:
-        return "resolved" if ends_at is not None and ends_at <= received_at else "firing"
+        return "resolved" if ends_at is not None and (received_at is None or ends_at <= received_at) else "firing"
     if status not in STATUSES:
         raise FieldError(f"{path}.status", f"expected \"firing\" or \"resolved\", got {str(status)[:40]!r}")
     return status

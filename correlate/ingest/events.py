@@ -16,7 +16,7 @@ from typing import Any
 
 from correlate import pagerduty
 from correlate.events import event_fingerprint
-from incidents.ingest.common import (
+from correlate.ingest.common import (
     MAX_ANNOTATION_VALUE,
     MAX_FINGERPRINT,
     MAX_LABEL_VALUE,
@@ -24,6 +24,7 @@ from incidents.ingest.common import (
     ParsedAlert,
     ParseResult,
     PayloadError,
+    arrival,
     clean_text,
     decode_json,
     expect_object,
@@ -37,7 +38,7 @@ PAYLOAD_LABELS = ("source", "component", "group", "class")
 SEVERITIES = ("critical", "error", "warning", "info")
 
 
-def parse(body: bytes, received_at: datetime) -> ParseResult:
+def parse(body: bytes, received_at: datetime | None) -> ParseResult:
     document = decode_json(body)
     if isinstance(document, list):
         items = [(item, f"[{index}]") for index, item in enumerate(document)]
@@ -79,7 +80,7 @@ V1_PATHS = {"payload.summary": "description", "payload.custom_details": "details
             "dedup_key": "incident_key", "event_action": "event_type"}
 
 
-def parse_event(item: Any, prefix: str, received_at: datetime) -> ParsedAlert:
+def parse_event(item: Any, prefix: str, received_at: datetime | None) -> ParsedAlert:
     event = expect_object(item, prefix or "body")
     if not pagerduty.is_v1_event(event):
         return parse_v2_event(event, prefix, received_at)
@@ -99,7 +100,7 @@ def v1_path(path: str, prefix: str) -> str:
     return path
 
 
-def parse_v2_event(event: dict, prefix: str, received_at: datetime) -> ParsedAlert:
+def parse_v2_event(event: dict, prefix: str, received_at: datetime | None) -> ParsedAlert:
     path = f"{prefix}." if prefix else ""
     payload = expect_object(event.get("payload"), f"{path}payload") if "payload" in event else {}
     action = event.get("event_action")
@@ -140,7 +141,7 @@ def looks_like_alert_event(event: dict, payload: dict) -> bool:
     return "dedup_key" in event or "severity" in payload
 
 
-def parse_change(payload: dict, path: str, received_at: datetime) -> ParsedAlert:
+def parse_change(payload: dict, path: str, received_at: datetime | None) -> ParsedAlert:
     summary = text_field(payload, "summary", path, required=True)
     source = text_field(payload, "source", path, required=False)
     component = text_field(payload, "component", path, required=False)
@@ -166,10 +167,10 @@ def text_field(payload: dict, key: str, path: str, *, required: bool) -> str:
     return clean_text(value, f"{path}.{key}", limit=MAX_ANNOTATION_VALUE if key == "summary" else MAX_LABEL_VALUE)
 
 
-def event_time(payload: dict, path: str, received_at: datetime) -> datetime:
+def event_time(payload: dict, path: str, received_at: datetime | None) -> datetime:
     if payload.get("timestamp") in (None, ""):
-        return received_at
-    return parse_time(payload["timestamp"], f"{path}.timestamp") or received_at
+        return arrival(received_at, f"{path}.timestamp")
+    return parse_time(payload["timestamp"], f"{path}.timestamp") or arrival(received_at, f"{path}.timestamp")
 
 
 def event_labels(payload: dict, path: str, summary: str) -> dict[str, str]:

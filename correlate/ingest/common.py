@@ -94,6 +94,15 @@ class ParseResult:
         return self
 
 
+def arrival(received_at: datetime | None, path: str) -> datetime:
+    """The time of an alert that carries none: its arrival. A body read from a file has no
+    arrival (`received_at=None`: the engine's file reader), so such an alert cannot be placed in
+    time and is rejected, its neighbours kept."""
+    if received_at is None:
+        raise FieldError(path, "no time given, and a body read from a file has no arrival time to use")
+    return received_at
+
+
 def decode_json(body: bytes) -> Any:
     """Strict UTF-8 and JSON, with the position of the first problem in the message."""
     if not body.strip():

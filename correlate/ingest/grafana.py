@@ -12,14 +12,16 @@ import json
 from datetime import datetime
 from typing import Any
 
-from incidents.ingest import alertmanager
-from incidents.ingest.common import (
+from correlate.ingest import alertmanager
+from correlate.ingest.common import (
     MAX_ANNOTATION_VALUE,
     MAX_LABEL_VALUE,
     FieldError,
     ParsedAlert,
     ParseResult,
     PayloadError,
+    Rejection,
+    arrival,
     clean_text,
     decode_json,
     optional_text,
@@ -30,7 +32,7 @@ from incidents.ingest.common import (
 URL_FIELDS = ("dashboardURL", "panelURL", "silenceURL")
 
 
-def parse(body: bytes, received_at: datetime) -> ParseResult:
+def parse(body: bytes, received_at: datetime | None) -> ParseResult:
     document = decode_json(body)
     if not isinstance(document, dict):
         raise PayloadError(f"body: expected a JSON object, got {type_name(document)}")
@@ -80,7 +82,7 @@ def is_legacy(document: dict) -> bool:
     return "alerts" not in document and any(key in document for key in LEGACY_FIELDS)
 
 
-def parse_legacy(document: dict, received_at: datetime) -> ParseResult:
+def parse_legacy(document: dict, received_at: datetime | None) -> ParseResult:
     """A legacy notification as one alert: its rule is the alert (named by `ruleName`, keyed
     by organisation, dashboard, panel and rule id), `tags` are labels, `alerting` and `no_data`
     fire, `ok` resolves; `pending` and `paused` say nothing to page on (202, nothing stored).
@@ -98,6 +100,10 @@ def parse_legacy(document: dict, received_at: datetime) -> ParseResult:
     except FieldError as exc:
         raise PayloadError(f"{exc.path}: {exc.error}") from None
     firing = state in LEGACY_FIRING
+    try:
+        received_at = arrival(received_at, "body")  # a legacy notification carries no time
+    except FieldError as exc:
+        return ParseResult(rejected=[Rejection(exc.path, exc.error)]).require_something_usable("alert")
     return ParseResult(alerts=[ParsedAlert(
         fingerprint="grafana-legacy:" + ":".join(str(document.get(key, "")) for key in ("orgId", "dashboardId", "panelId", "ruleId")),
         status="firing" if firing else "resolved",
