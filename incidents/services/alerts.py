@@ -1,9 +1,7 @@
 """Alert occurrences: upserted by (fingerprint, startsAt); Events API events by what is firing."""
 from __future__ import annotations
 
-import itertools
 import json
-import zlib
 from datetime import datetime
 
 from django.db import connections, router, transaction
@@ -12,6 +10,7 @@ from django.utils import timezone
 from incidents.services.correlation import correlation_key_of
 from correlate.ingest import ParsedAlert
 from incidents.models import Alert, Delivery, Integration
+from incidents.sql import copy_upsert
 
 try:  # labels and annotations go to PostgreSQL as JSON text: orjson writes them 10x faster
     import orjson
@@ -110,81 +109,31 @@ def upsert_views(rounds: list[tuple[list[View], list[View]]], now: datetime) -> 
             upsert_rows([alert_row(*view, now) for view in firing], update_fields=FIRING_UPDATE_FIELDS)
             upsert_rows([alert_row(*view, now) for view in resolved], update_fields=RESOLVED_UPDATE_FIELDS)
         return
+    batches = []
+    for firing, resolved in rounds:
+        for views, update_fields in ((firing, FIRING_UPDATE_FIELDS), (resolved, RESOLVED_UPDATE_FIELDS)):
+            if views:
+                batches.append(([occurrence_values(*view, now) for view in views], update_fields))
     with transaction.atomic(using=alias, savepoint=False):  # the temporary rows live until the commit
-        OccurrenceCopy(connections[alias]).upsert(rounds, now)
+        copy_upsert(connections[alias], Alert, OCCURRENCE_VIEW_FIELDS, ("fingerprint", "starts_at"), batches,
+                    not_compared=("correlated",))
 
 
-class OccurrenceCopy:
-    """COPY into a session's temporary table, then INSERT ... SELECT ... ON CONFLICT."""
-
-    # Filled per view; every other column of incidents_alert gets its field's default.
-    VIEW_FIELDS = (
-        "fingerprint", "starts_at", "ends_at", "status", "kind", "alertname", "labels", "annotations", "generator_url",
-        "integration", "first_delivery", "received_at", "correlation_key", "layer", "failure_mode",
+def occurrence_values(integration: Integration, delivery: Delivery, alert: ParsedAlert, now: datetime) -> tuple:
+    """A view's row for `copy_upsert`, in `OCCURRENCE_VIEW_FIELDS` order."""
+    change = alert.kind == Alert.Kind.CHANGE
+    return (
+        alert.fingerprint, alert.starts_at, alert.ends_at, alert.status, alert.kind, alert.alertname[:255],
+        json_text(alert.labels), json_text(alert.annotations), alert.generator_url, integration.pk, delivery.pk, now,
+        correlation_key_of(alert.labels), "process" if change else None, "change" if change else None,
     )
-    batches = itertools.count()  # the rows of one statement, told apart within a transaction
 
-    def __init__(self, connection) -> None:
-        self.connection = connection
-        quote = connection.ops.quote_name
-        fields = [field for field in Alert._meta.concrete_fields if not field.primary_key]
-        by_name = {field.name: field for field in fields}
-        self.view_fields = [by_name[name] for name in self.VIEW_FIELDS]
-        self.default_fields = [field for field in fields if field.name not in self.VIEW_FIELDS]
-        self.defaults = tuple(field.get_db_prep_save(field.get_default(), connection) for field in self.default_fields)
-        columns = [field.column for field in self.view_fields + self.default_fields]
-        self.columns = ", ".join(quote(column) for column in columns)
-        self.table = f"rootline_alert_upsert_{zlib.crc32(self.columns.encode()):08x}"
-        self.alert_table = quote(Alert._meta.db_table)
-        self.unique = ", ".join(quote(Alert._meta.get_field(name).column) for name in ("fingerprint", "starts_at"))
 
-    def upsert(self, rounds: list[tuple[list[View], list[View]]], now: datetime) -> None:
-        statements = []
-        with self.connection.cursor() as cursor, self.connection.wrap_database_errors:
-            cursor.execute(
-                f"CREATE TEMPORARY TABLE IF NOT EXISTS {self.table} ON COMMIT DELETE ROWS AS "
-                f"SELECT {self.columns}, 0 AS rootline_batch FROM {self.alert_table} WITH NO DATA"
-            )
-            with cursor.cursor.copy(f"COPY {self.table} ({self.columns}, rootline_batch) FROM STDIN") as copy:
-                for firing, resolved in rounds:
-                    for views, update_fields in ((firing, FIRING_UPDATE_FIELDS), (resolved, RESOLVED_UPDATE_FIELDS)):
-                        if not views:
-                            continue
-                        batch = next(self.batches)
-                        statements.append((batch, update_fields))
-                        tail = self.defaults + (batch,)
-                        for integration, delivery, alert in views:
-                            copy.write_row(self.values(integration, delivery, alert, now) + tail)
-            for batch, update_fields in statements:
-                cursor.execute(self.insert_sql(update_fields), [batch])
-
-    @staticmethod
-    def values(integration: Integration, delivery: Delivery, alert: ParsedAlert, now: datetime) -> tuple:
-        change = alert.kind == Alert.Kind.CHANGE
-        return (
-            alert.fingerprint, alert.starts_at, alert.ends_at, alert.status, alert.kind, alert.alertname[:255],
-            json_text(alert.labels), json_text(alert.annotations), alert.generator_url, integration.pk, delivery.pk, now,
-            correlation_key_of(alert.labels), "process" if change else None, "change" if change else None,
-        )
-
-    def insert_sql(self, update_fields: list[str]) -> str:
-        """Insert new occurrences; update a stored one only where the view changes what it holds.
-        Alertmanager sends every alert of a group again with each notification of the group, and
-        a stored row rewritten with the same values costs as much as a new one (20,000 unchanged
-        views: 692-808 against 219-241 ms); a resolved view sent again would also mark its alert
-        for correlation again (`correlated` is what the view sets, not what it compares)."""
-        quote = self.connection.ops.quote_name
-        columns = [Alert._meta.get_field(name).column for name in update_fields]
-        updates = ", ".join(f"{quote(column)} = EXCLUDED.{quote(column)}" for column in columns)
-        compared = [column for column in columns if column != Alert._meta.get_field("correlated").column]
-        stored = ", ".join(f"{self.alert_table}.{quote(column)}" for column in compared)
-        sent = ", ".join(f"EXCLUDED.{quote(column)}" for column in compared)
-        # Key order: concurrent drains upserting overlapping occurrences lock rows in the same order.
-        return (
-            f"INSERT INTO {self.alert_table} ({self.columns}) SELECT {self.columns} FROM {self.table} "
-            f"WHERE rootline_batch = %s ORDER BY {self.unique} ON CONFLICT ({self.unique}) DO UPDATE SET {updates} "
-            f"WHERE ({stored}) IS DISTINCT FROM ({sent})"
-        )
+# Filled per view; every other column of incidents_alert gets its field's default.
+OCCURRENCE_VIEW_FIELDS = (
+    "fingerprint", "starts_at", "ends_at", "status", "kind", "alertname", "labels", "annotations", "generator_url",
+    "integration", "first_delivery", "received_at", "correlation_key", "layer", "failure_mode",
+)
 
 
 def event_apply(*, integration: Integration, delivery: Delivery, event: ParsedAlert, now: datetime) -> None:

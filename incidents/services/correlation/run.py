@@ -35,7 +35,7 @@ from incidents.services.correlation.state import KEPT, KeyState
 from incidents.services.correlation.sync import SyncScope, incidents_sync
 from rootline.gc_pause import freeze_run_survivors, full_collection_due, gc_paused
 from incidents.models import Alert, CorrelationLock, Decision, Incident
-from incidents.sql import advisory_xact_lock, count_ids
+from incidents.sql import advisory_xact_lock, count_ids, swap_run_token
 
 logger = logging.getLogger(__name__)
 
@@ -149,19 +149,9 @@ def lock_key(key: str) -> tuple[str, str]:
     """Serialise runs of `key` until the transaction ends (`key_lock`); returns the run token the
     previous run left and the one this run leaves."""
     token = uuid.uuid4().hex
-    table = connection.ops.quote_name(CorrelationLock._meta.db_table)
     if connection.vendor == "postgresql":
         key_lock(key)
-        with connection.cursor() as cursor:
-            cursor.execute(
-                f"WITH previous AS (SELECT run_token FROM {table} WHERE key = %s), "
-                f"stored AS (INSERT INTO {table} (key, run_token) VALUES (%s, %s) "
-                f"ON CONFLICT (key) DO UPDATE SET run_token = EXCLUDED.run_token) "
-                f"SELECT run_token FROM previous",
-                [key, key, token],
-            )
-            found = cursor.fetchone()
-        return (found[0] if found else ""), token
+        return swap_run_token(CorrelationLock, key, token), token
     CorrelationLock.objects.get_or_create(key=key)
     previous = CorrelationLock.objects.select_for_update().get(key=key).run_token
     CorrelationLock.objects.filter(key=key).update(run_token=token)
