@@ -5,14 +5,13 @@ what the parsers reject, and an alert with no time of its own (a file has no arr
 """
 from __future__ import annotations
 
-import json
 import re
 from datetime import datetime, timezone
 from pathlib import Path
 from typing import Any, Iterable, Iterator, Mapping
 
 from correlate.events import FIRING, RESOLVED, Alert, change_labels, is_zero_time
-from correlate.ingest import ParsedAlert, PayloadError, kind_of, parser_for
+from correlate.ingest import DOCUMENT_PARSERS, ParsedAlert, PayloadError, kind_of
 from correlate.ingest.common import decode_json
 
 
@@ -55,17 +54,24 @@ def alerts_from_body(body: Mapping[str, Any] | list) -> list[Alert]:
     """Alerts of one decoded webhook body, whatever the sender; [] for anything unreadable. (An
     Events API acknowledge or resolve names no occurrence of its own: `read_alerts` applies a
     resolve to the one it ends.)"""
-    raw = json.dumps(body, ensure_ascii=False).encode("utf-8", "surrogatepass")
-    return [alert for kind, alert in _read_body(raw) if kind in (OCCURRENCE, TRIGGER)]
+    return [alert for kind, alert in _read_document(body) if kind in (OCCURRENCE, TRIGGER)]
 
 
 def _read_body(raw: bytes) -> list[tuple[str, Alert]]:
+    try:
+        document = decode_json(raw)
+    except PayloadError:
+        return []
+    return _read_document(document)
+
+
+def _read_document(document: Any) -> list[tuple[str, Alert]]:
     """(kind, alert) pairs of one body, read by the app's own parser for its source
     (`correlate.ingest`), with no arrival time: an alert that carries no time of its own is
     skipped, as is anything the parser rejects. An Alertmanager or Grafana alert or a change is
     an OCCURRENCE; an Events API event is a TRIGGER, an ACKNOWLEDGE or an END (ended at its time)."""
     try:
-        result = parser_for(kind_of(decode_json(raw)))(raw, None)
+        result = DOCUMENT_PARSERS[kind_of(document)](document, None)
     except PayloadError:
         return []
     return [_as_read(parsed) for parsed in result.alerts]

@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable
 from datetime import datetime
+from typing import Any
 
 from correlate.ingest import alertmanager, events, grafana
 from correlate.ingest.common import ParsedAlert, ParseResult, PayloadError, Rejection
@@ -16,6 +17,11 @@ PARSERS: dict[str, Parser] = {
     "alertmanager": alertmanager.parse,
     "grafana": grafana.parse,
     "events": events.parse,
+}
+DOCUMENT_PARSERS: dict[str, Callable[[Any, datetime | None], ParseResult]] = {
+    "alertmanager": alertmanager.parse_document,
+    "grafana": grafana.parse_document,
+    "events": events.parse_document,
 }
 
 
@@ -40,4 +46,4 @@ def kind_of(document: object) -> str:
     return "alertmanager"
 
 
-__all__ = ["PARSERS", "ParseResult", "ParsedAlert", "PayloadError", "Rejection", "kind_of", "parser_for"]
+__all__ = ["DOCUMENT_PARSERS", "PARSERS", "ParseResult", "ParsedAlert", "PayloadError", "Rejection", "kind_of", "parser_for"]

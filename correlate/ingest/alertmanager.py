@@ -32,7 +32,11 @@ STATUSES = ("firing", "resolved")
 
 
 def parse(body: bytes, received_at: datetime | None) -> ParseResult:
-    document = decode_json(body)
+    return parse_document(decode_json(body), received_at)
+
+
+def parse_document(document: Any, received_at: datetime | None) -> ParseResult:
+    """`parse` of a body already decoded (the engine's file reader decodes it once, to tell its source)."""
     alerts = alerts_array(document)
     result = ParseResult(truncated=truncated_alerts(document))
     for index, item in enumerate(alerts):

@@ -39,7 +39,11 @@ SEVERITIES = ("critical", "error", "warning", "info")
 
 
 def parse(body: bytes, received_at: datetime | None) -> ParseResult:
-    document = decode_json(body)
+    return parse_document(decode_json(body), received_at)
+
+
+def parse_document(document: Any, received_at: datetime | None) -> ParseResult:
+    """`parse` of a body already decoded (the engine's file reader decodes it once, to tell its source)."""
     if isinstance(document, list):
         items = [(item, f"[{index}]") for index, item in enumerate(document)]
     elif isinstance(document, dict) and isinstance(document.get("alerts"), list):

@@ -33,7 +33,11 @@ URL_FIELDS = ("dashboardURL", "panelURL", "silenceURL")
 
 
 def parse(body: bytes, received_at: datetime | None) -> ParseResult:
-    document = decode_json(body)
+    return parse_document(decode_json(body), received_at)
+
+
+def parse_document(document: Any, received_at: datetime | None) -> ParseResult:
+    """`parse` of a body already decoded (the engine's file reader decodes it once, to tell its source)."""
     if not isinstance(document, dict):
         raise PayloadError(f"body: expected a JSON object, got {type_name(document)}")
     if is_legacy(document):
