@@ -215,7 +215,7 @@ CORRELATION_PACE_SECONDS = env_whole("ROOTLINE_CORRELATION_PACE_MS", 250, 0, 60_
 # cluster's 6,253 alerts: 395-491 µs each in runs of 1,000, 255-281 µs in one run), smaller runs
 # commit their first alerts sooner and hold the key's lock (which a person's merge waits on) for less.
 # 3,000: in the 5,000/s end-to-end storm, 10% less correlation CPU than 1,000 and a median
-# delivery -> incident 35% lower (docs/benchmarks.md, eighth session).
+# delivery -> incident 35% lower (bench/results/history.md, eighth session).
 CORRELATION_SLICE = env_whole("ROOTLINE_CORRELATION_SLICE", 3000, 100, 100_000, "alerts")
 # A worker's kept state ranks an incident of 500 alerts or more (edges, chain, root candidates)
 # at most this often; its alerts join it on every run meanwhile (incidents/services/correlation/state.py).

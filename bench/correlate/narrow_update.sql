@@ -1,4 +1,4 @@
--- The correlation's wide UPDATE against an INSERT into a narrow table, per row (docs/benchmarks.md,
+-- The correlation's wide UPDATE against an INSERT into a narrow table, per row (bench/results/history.md,
 -- fifteenth session). Changes the database it runs on (20,000 firing alerts set back to uncorrelated):
 --   .venv/bin/python bench/pages/grow_history.py && psql -h 127.0.0.1 -U postgres rootline_history -f bench/correlate/narrow_update.sql
 \timing on

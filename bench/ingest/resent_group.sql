@@ -1,5 +1,5 @@
 -- A group sent again: 20,000 stored firing alerts upserted again unchanged, the update written
--- every time against skipped when nothing changes (docs/benchmarks.md, fifteenth session). Rolled back:
+-- every time against skipped when nothing changes (bench/results/history.md, fifteenth session). Rolled back:
 --   .venv/bin/python bench/pages/grow_history.py && psql -h 127.0.0.1 -U postgres rootline_history -f bench/ingest/resent_group.sql
 \timing on
 CREATE TEMP TABLE resend AS SELECT fingerprint, starts_at, labels, annotations, alertname, generator_url

@@ -5,7 +5,7 @@ A storm of one failure mode over the pods of one workload (every pod's GPU memor
 made every new alert compare itself with every earlier one: the catalog's oom->oom rule needs one
 pod, GPU or node, so a neighbour already joined through its workload still looked as if it could
 add a causal edge, and was linked again only to be dropped. Measured on 3,000 such alerts: 38 s
-before, about 2 s after (docs/benchmarks.md, "Storm density")."""
+before, about 2 s after (bench/results/history.md, "Storm density")."""
 from __future__ import annotations
 
 import random

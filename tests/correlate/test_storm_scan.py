@@ -3,7 +3,7 @@ the cause of older alerts (within the onset slack), stopping only at alerts with
 edge: those must still get their edge, or they would turn into sources and ranking would change.
 
 Measured on `bench/correlate/bench_peer_storm.py` (six linked modes over one workload's pods):
-the scan's cost per alert grew with the storm before (docs/benchmarks.md)."""
+the scan's cost per alert grew with the storm before (bench/results/history.md)."""
 from __future__ import annotations
 
 import random
