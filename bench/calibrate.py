@@ -7,6 +7,7 @@ The same code measured 1.3-2x slower on one day than on the day before (bench/re
 a figure means little without the machine's speed at the time. The loop adds 10 million integers
 (best of 3, CPU time); the load average says how busy the machine was.
 """
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,17 @@ def loop_seconds(count: int = 10_000_000) -> float:
 
 def main() -> int:
     best = min(loop_seconds() for _ in range(3))
-    print(json.dumps({"mode": "calibration", "python_loop_10m_s": round(best, 3), "load_average": [round(x, 2) for x in os.getloadavg()],
-                      "python": platform.python_version(), "cpus": os.cpu_count()}))
+    print(
+        json.dumps(
+            {
+                "mode": "calibration",
+                "python_loop_10m_s": round(best, 3),
+                "load_average": [round(x, 2) for x in os.getloadavg()],
+                "python": platform.python_version(),
+                "cpus": os.cpu_count(),
+            }
+        )
+    )
     return 0
 
 

@@ -12,6 +12,7 @@
 
     python3 corpus/check.py
 """
+
 import glob
 import hashlib
 import json
@@ -19,8 +20,18 @@ import os
 import sys
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-BODY_KEYS = ["receiver", "status", "alerts", "groupLabels", "commonLabels", "commonAnnotations", "externalURL",
-             "version", "groupKey", "truncatedAlerts"]
+BODY_KEYS = [
+    "receiver",
+    "status",
+    "alerts",
+    "groupLabels",
+    "commonLabels",
+    "commonAnnotations",
+    "externalURL",
+    "version",
+    "groupKey",
+    "truncatedAlerts",
+]
 ALERT_KEYS = ["status", "labels", "annotations", "startsAt", "endsAt", "generatorURL", "fingerprint"]
 
 
@@ -41,7 +52,7 @@ def check_fleet(d):
     states = {}
     for path in glob.glob(os.path.join(d, "*")):
         if os.path.getsize(path) >= 2 * 1024 * 1024:
-            errs.append("%s over 2 MB" % path)
+            errs.append(f"{path} over 2 MB")
     with open(os.path.join(d, "alerts.jsonl")) as fh:
         for n, line in enumerate(fh, 1):
             try:
@@ -90,7 +101,9 @@ def check_fleet(d):
                 occ[key] = a["labels"]["alertname"]
                 prev = states.get(key)
                 if prev == "resolved" and a["status"] == "firing":
-                    errs.append("alerts.jsonl:%d %s firing again after resolved with same startsAt" % (n, key))
+                    errs.append(
+                        "alerts.jsonl:%d %s firing again after resolved with same startsAt" % (n, key)
+                    )
                 states[key] = a["status"]
     changes = {}
     cpath = os.path.join(d, "changes.jsonl")
@@ -111,7 +124,9 @@ def check_fleet(d):
                         errs.append("changes.jsonl:%d custom_details missing %s" % (n, k))
                 if "routing_key" not in c or "links" not in c:
                     errs.append("changes.jsonl:%d missing routing_key/links" % n)
-                fp = hashlib.sha256((p["source"] + "\x1f" + p["summary"] + "\x1f" + "").encode()).hexdigest()[:16]
+                fp = hashlib.sha256((p["source"] + "\x1f" + p["summary"] + "\x1f" + "").encode()).hexdigest()[
+                    :16
+                ]
                 changes[(fp, p["timestamp"])] = p["summary"]
     with open(os.path.join(d, "truth.json")) as fh:
         truth = json.load(fh)
@@ -124,18 +139,20 @@ def check_fleet(d):
             members.add(key)
             seen[key] = seen.get(key, 0) + 1
             if key not in everything:
-                errs.append("truth %s names an unknown occurrence %s" % (inc["id"], key))
+                errs.append("truth {} names an unknown occurrence {}".format(inc["id"], key))
         root = (inc["root"]["fingerprint"], inc["root"]["starts_at"])
         if root not in members:
-            errs.append("truth %s root not among its alerts" % inc["id"])
+            errs.append("truth {} root not among its alerts".format(inc["id"]))
     for a in truth["noise"]:
         key = (a["fingerprint"], a["starts_at"])
         seen[key] = seen.get(key, 0) + 1
         if key not in everything:
-            errs.append("truth noise names an unknown occurrence %s" % (key,))
+            errs.append(f"truth noise names an unknown occurrence {key}")
     for key in everything:
         if seen.get(key, 0) != 1:
-            errs.append("%s (%s) is in %d truth entries" % (key, occ.get(key) or changes.get(key), seen.get(key, 0)))
+            errs.append(
+                "%s (%s) is in %d truth entries" % (key, occ.get(key) or changes.get(key), seen.get(key, 0))
+            )
     if not 10 <= len(occ) <= 400:
         errs.append("%d occurrences (want 10-400)" % len(occ))
     if not os.path.exists(os.path.join(d, "README.md")):
@@ -148,8 +165,10 @@ def main():
     fleets = sorted(p for p in glob.glob(os.path.join(HERE, "fleets", "*")) if os.path.isdir(p))
     for d in fleets:
         name, n_occ, n_chg, n_inc, n_noise, errs = check_fleet(d)
-        print("%-50s occ=%3d changes=%d incidents=%d noise=%3d %s" % (name, n_occ, n_chg, n_inc, n_noise,
-                                                                      "OK" if not errs else "FAIL"))
+        print(
+            "%-50s occ=%3d changes=%d incidents=%d noise=%3d %s"
+            % (name, n_occ, n_chg, n_inc, n_noise, "OK" if not errs else "FAIL")
+        )
         for e in errs[:20]:
             print("    " + e)
         bad += bool(errs)

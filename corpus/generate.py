@@ -18,7 +18,7 @@ import json
 import os
 import shutil
 import urllib.parse
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 OUT = os.path.join(HERE, "fleets")
@@ -40,13 +40,13 @@ def fingerprint(labels: dict) -> str:
                 h = (h * 1099511628211) & 0xFFFFFFFFFFFFFFFF
             h ^= 0xFF
             h = (h * 1099511628211) & 0xFFFFFFFFFFFFFFFF
-    return "%016x" % h
+    return f"{h:016x}"
 
 
 def rfc3339nano(t_ns: int) -> str:
     """Go's time.Time JSON form (RFC3339Nano, UTC): trailing zeros of the fraction dropped."""
     sec, frac = divmod(t_ns, NS)
-    s = datetime.fromtimestamp(sec, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    s = datetime.fromtimestamp(sec, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S")
     if frac:
         s += "." + ("%09d" % frac).rstrip("0")
     return s + "Z"
@@ -121,7 +121,7 @@ class Rule:
 def render(template: str, labels: dict) -> str:
     out = template
     for k, v in labels.items():
-        out = out.replace("{{ $labels.%s }}" % k, v)
+        out = out.replace(f"{{{{ $labels.{k} }}}}", v)
     return out
 
 
@@ -627,7 +627,7 @@ def team_rule(base_key: str, name: str, layer: str, failure_mode: str | None, se
         labels["team"] = team
     if extra:
         labels.update(extra)
-    note = "team copy of %s renamed %s with layer/failure_mode labels" % (base.name, name)
+    note = f"team copy of {base.name} renamed {name} with layer/failure_mode labels"
     if for_s is not None and for_s != base.for_s:
         note += ", for: %ds (upstream %ds)" % (for_s, base.for_s)
     r = base.variant(name=name, labels=labels, adapted=(base.adapted + "; " if base.adapted else "") + note)
@@ -674,8 +674,8 @@ class Cluster:
 
     def dcgm(self, node, gpu: int, pod=None, namespace=None, container=None, xid=None):
         """A dcgm-exporter series for one GPU, scraped from the exporter DaemonSet pod."""
-        uuid = "GPU-%s" % hashlib.md5(("%s/%s/%d" % (self.name, node, gpu)).encode()).hexdigest()
-        uuid = "%s-%s-%s-%s-%s" % (uuid[:12], uuid[12:16], uuid[16:20], uuid[20:24], uuid[24:36])
+        uuid = "GPU-{}".format(hashlib.md5(("%s/%s/%d" % (self.name, node, gpu)).encode()).hexdigest())
+        uuid = f"{uuid[:12]}-{uuid[12:16]}-{uuid[16:20]}-{uuid[20:24]}-{uuid[24:36]}"
         dpod = self.dcgm_pods.setdefault(node, "nvidia-dcgm-exporter-" + pod_suffix(self.name, node))
         lab = {"gpu": str(gpu), "UUID": uuid, "device": "nvidia%d" % gpu,
                "modelName": self.gpu_model, self.dcgm_host_label: node,
@@ -733,13 +733,13 @@ class Dep:
         self.gpus = gpus or [[0] for _ in nodes]
         if kind == "Deployment":
             h = rs_hash(cluster.name, ns, name)
-            self.pods = ["%s-%s-%s" % (name, h, pod_suffix(cluster.name, ns, name, i)) for i in range(len(nodes))]
+            self.pods = [f"{name}-{h}-{pod_suffix(cluster.name, ns, name, i)}" for i in range(len(nodes))]
         elif kind == "LeaderWorkerSet":
             # group 0 leader and workers: name-0, name-0-1, ...
-            self.pods = ["%s-0" % name] + ["%s-0-%d" % (name, i) for i in range(1, len(nodes))]
+            self.pods = [f"{name}-0"] + ["%s-0-%d" % (name, i) for i in range(1, len(nodes))]
         else:
             self.pods = ["%s-%d" % (name, i) for i in range(len(nodes))]
-        self.route = route or "httproute/%s/%s/rule/0" % (ns, name)
+        self.route = route or f"httproute/{ns}/{name}/rule/0"
         self.gateway_ns = gateway_ns
 
     def node_of(self, i):
@@ -759,7 +759,7 @@ class Dep:
 
     def ksm_container(self, i, **kw):
         uid = hashlib.md5(("uid" + self.pods[i]).encode()).hexdigest()
-        uid = "%s-%s-%s-%s-%s" % (uid[:8], uid[8:12], uid[12:16], uid[16:20], uid[20:32])
+        uid = f"{uid[:8]}-{uid[8:12]}-{uid[12:16]}-{uid[16:20]}-{uid[20:32]}"
         return self.c.ksm(namespace=self.ns, pod=self.pods[i], container=self.container, uid=uid, **kw)
 
     def ksm_pod(self, i):
@@ -780,12 +780,12 @@ class Dep:
 
     def pod_monitor(self, i):
         """up{} series of the engine's PodMonitor."""
-        return {"job": "%s/%s" % (self.ns, self.name), "namespace": self.ns, "pod": self.pods[i],
+        return {"job": f"{self.ns}/{self.name}", "namespace": self.ns, "pod": self.pods[i],
                 "instance": ip(self.c.name, self.pods[i]) + ":8000", "container": self.container,
                 "endpoint": "metrics"}
 
     def router_server(self, i):
-        return {"server": "http://%s:8000" % ip(self.c.name, self.pods[i])}
+        return {"server": f"http://{ip(self.c.name, self.pods[i])}:8000"}
 
 
 # ----------------------------------------------------------------------------------------------
@@ -851,10 +851,10 @@ class Route:
         for k in sorted(self.match):
             vals = sorted(self.match[k])
             if len(vals) == 1:
-                parts.append('%s="%s"' % (k, vals[0]))
+                parts.append(f'{k}="{vals[0]}"')
             else:
-                parts.append('%s=~"%s"' % (k, "|".join(vals)))
-        return "{}/{%s}" % ",".join(parts)
+                parts.append('{}=~"{}"'.format(k, "|".join(vals)))
+        return "{{}}/{{{}}}".format(",".join(parts))
 
 
 def quote_meta(s):
@@ -892,7 +892,7 @@ def body_sort_key(o):
 class Fleet:
     def __init__(self, name, start, hours, story, clusters, ams=None):
         self.name = name
-        self.start_ns = int(datetime.fromisoformat(start).replace(tzinfo=timezone.utc).timestamp()) * NS
+        self.start_ns = int(datetime.fromisoformat(start).replace(tzinfo=UTC).timestamp()) * NS
         self.end_ns = self.start_ns + int(hours * 3600) * NS
         self.story = story
         self.clusters = {c.name: c for c in clusters}
@@ -936,33 +936,33 @@ class Fleet:
         if t1 is not None:
             ends = tick_at_or_after(self.t(t1))
             if ends <= fire_at:
-                raise TooShort("%s: %s condition %s-%s too short for for: %ss" % (self.name, rule.name, t0, t1, rule.for_s))
+                raise TooShort(f"{self.name}: {rule.name} condition {t0}-{t1} too short for for: {rule.for_s}s")
         if fire_at >= self.end_ns - 60 * NS:
-            raise TooShort("%s: %s fires after the fleet ends" % (self.name, rule.name))
+            raise TooShort(f"{self.name}: {rule.name} fires after the fleet ends")
         annotations = {"summary": render(rule.summary, lab), "description": render(rule.description, lab)}
         rb = {MIXIN_APPS: "kubernetes", MIXIN_KUBELET: "kubernetes", MIXIN_RES: "kubernetes",
               MIXIN_STORAGE: "kubernetes", KP_GENERAL: "general", KP_RELOADER: "prometheus-operator",
               NODE_MIXIN: "node"}.get(rule.source)
         if rb:
-            annotations["runbook_url"] = "https://runbooks.prometheus-operator.dev/runbooks/%s/%s" % (rb, rule.name.lower())
+            annotations["runbook_url"] = f"https://runbooks.prometheus-operator.dev/runbooks/{rb}/{rule.name.lower()}"
         if rule.source == LLMD:
             annotations["runbook_url"] = "https://github.com/llm-d/llm-d/blob/main/docs/monitoring/alerting-runbook.md#" + rule.name.lower()
         if ann:
             annotations.update(ann)
-        gen = "%s/graph?g0.expr=%s&g0.tab=1" % (c.prom_url, urllib.parse.quote(rule.expr, safe=""))
+        gen = "{}/graph?g0.expr={}&g0.tab=1".format(c.prom_url, urllib.parse.quote(rule.expr, safe=""))
         o = Occ(rule, lab, annotations, fire_at, ends, c, gen)
         for p in self.occs:
             if p.fp == o.fp:
                 a_end = p.ends_ns if p.ends_ns is not None else self.end_ns
                 b_end = o.ends_ns if o.ends_ns is not None else self.end_ns
                 if not (b_end < p.starts_ns or a_end < o.starts_ns):
-                    raise Overlap("%s: overlapping occurrences of %s %s" % (self.name, rule.name, lab))
+                    raise Overlap(f"{self.name}: overlapping occurrences of {rule.name} {lab}")
         self.occs.append(o)
         return o
 
     def change(self, minute, summary, source, details, links=None, routing_key=None) -> Change:
         ts = self.t(minute)
-        ts_str = datetime.fromtimestamp(ts // NS, tz=timezone.utc).strftime("%Y-%m-%dT%H:%M:%S") + ".%03dZ" % (
+        ts_str = datetime.fromtimestamp(ts // NS, tz=UTC).strftime("%Y-%m-%dT%H:%M:%S") + ".%03dZ" % (
             stable_int(summary) % 1000)
         body = {"routing_key": routing_key or "R0" + hashlib.md5(self.name.encode()).hexdigest()[:30].upper(),
                 "payload": {"summary": summary, "timestamp": ts_str, "source": source,
@@ -983,7 +983,7 @@ class Fleet:
                 continue
             seen.add(key)
             if key in self.assigned:
-                raise ValueError("%s: %s assigned twice" % (self.name, key))
+                raise ValueError(f"{self.name}: {key} assigned twice")
             self.assigned.add(key)
             refs.append(m.ref())
         self.incidents.append({"id": iid, "root": root.ref(), "alerts": refs})
@@ -992,7 +992,7 @@ class Fleet:
         for m in items:
             key = (m.fp, m.starts)
             if key in self.assigned:
-                raise ValueError("%s: %s assigned twice" % (self.name, key))
+                raise ValueError(f"{self.name}: {key} assigned twice")
             self.assigned.add(key)
             self.noise_refs.append(m.ref())
 
@@ -1011,7 +1011,7 @@ class Fleet:
                 gl = dict(o.labels)
             else:
                 gl = {k: o.labels[k] for k in route.group_by if k in o.labels}
-            gkey = "%s:{%s}" % (route.key(), ", ".join('%s="%s"' % (k, gl[k]) for k in sorted(gl)))
+            gkey = "{}:{{{}}}".format(route.key(), ", ".join(f'{k}="{gl[k]}"' for k in sorted(gl)))
             g = groups.setdefault((id(am), gkey), {"am": am, "route": route, "gl": gl, "key": gkey, "occs": []})
             g["occs"].append(o)
         out = []
@@ -1131,14 +1131,14 @@ class Fleet:
         missing = [(o.rule.name, o.starts) for o in self.occs if (o.fp, o.starts) not in self.assigned]
         missing += [("change", c.starts) for c in self.changes if (c.fp, c.starts) not in self.assigned]
         if missing:
-            raise ValueError("%s: not in truth: %s" % (self.name, missing))
+            raise ValueError(f"{self.name}: not in truth: {missing}")
         d = os.path.join(OUT, self.name)
         os.makedirs(d, exist_ok=True)
         bodies = self.deliveries()
         delivered = {(a["fingerprint"], a["startsAt"]) for b in bodies for a in b["alerts"]}
         lost = [(o.rule.name, o.starts) for o in self.occs if (o.fp, o.starts) not in delivered]
         if lost:
-            raise ValueError("%s: occurrences never delivered: %s" % (self.name, lost))
+            raise ValueError(f"{self.name}: occurrences never delivered: {lost}")
         with open(os.path.join(d, "alerts.jsonl"), "w") as f:
             for b in bodies:
                 f.write(json.dumps(b, separators=(",", ":")) + "\n")
@@ -1155,7 +1155,7 @@ class Fleet:
                 "bodies": len(bodies)}
 
     def _readme(self, d, nbodies):
-        lines = ["# %s" % self.name, ""]
+        lines = [f"# {self.name}", ""]
         lines += [self.story.strip(), ""]
         lines += ["Clusters: %s. %d alert occurrences, %d change events, %d webhook bodies; "
                   "%d incidents, %d noise entries (see truth.json)." % (
@@ -1168,8 +1168,8 @@ class Fleet:
             k = (ref["fingerprint"], ref["starts_at"])
             if k in occ_by_key:
                 o = occ_by_key[k]
-                return "`%s` at %s" % (o.rule.name, o.starts)
-            return "change \"%s\" at %s" % (chg_by_key[k].body["payload"]["summary"], chg_by_key[k].starts)
+                return f"`{o.rule.name}` at {o.starts}"
+            return "change \"{}\" at {}".format(chg_by_key[k].body["payload"]["summary"], chg_by_key[k].starts)
 
         lines += ["## Truth", ""]
         for inc in self.incidents:
@@ -1192,7 +1192,7 @@ class Fleet:
         for name in sorted(seen):
             r = seen[name]
             s = "- `%s` (for: %ds, labels %s): `%s`" % (
-                name, r.for_s, ", ".join("%s=%s" % kv for kv in sorted(r.labels.items())), r.source)
+                name, r.for_s, ", ".join("{}={}".format(*kv) for kv in sorted(r.labels.items())), r.source)
             if r.adapted:
                 s += "; adapted: " + r.adapted
             lines.append(s)
@@ -1373,17 +1373,17 @@ class Pack:
         if signal in GW:
             return dep.envoy()
         if signal == "gw_disconnect":
-            return {"envoy_http_conn_manager_prefix": "%s/%s" % (dep.gateway_ns, "inference-gateway")}
+            return {"envoy_http_conn_manager_prefix": "{}/{}".format(dep.gateway_ns, "inference-gateway")}
         if signal in ("epp_imbalance", "epp_ready"):
-            return {"name": dep.name + "-pool", "namespace": dep.ns, "job": "%s/%s-epp" % (dep.ns, dep.name)}
+            return {"name": dep.name + "-pool", "namespace": dep.ns, "job": f"{dep.ns}/{dep.name}-epp"}
         if signal == "epp_errors":
             return {"model_name": dep.model}
         if signal in ("router_skew", "router_errors"):
             lab = dep.router_server(i)
-            lab.update({"namespace": dep.ns, "job": "%s/vllm-router" % dep.ns, "model": dep.model})
+            lab.update({"namespace": dep.ns, "job": f"{dep.ns}/vllm-router", "model": dep.model})
             return lab
         if signal == "router_healthy":
-            return {"namespace": dep.ns, "job": "%s/vllm-router" % dep.ns}
+            return {"namespace": dep.ns, "job": f"{dep.ns}/vllm-router"}
         if signal == "mem_pressure":
             return {"namespace": dep.ns, "pod": dep.pods[i], "container": dep.container}
         raise KeyError(signal)
@@ -1502,9 +1502,9 @@ def hot_instance(f, p: Pack, dep: Dep, hot: int, t, iid, via="router", cause=Non
 
 def numeric_after_deploy(f, p: Pack, dep: Dep, t, iid, change_details=None, source="argocd", spec=True, pods=None):
     """F6: a deploy (new image / fp8 KV cache) starts producing NaN logits on the new replicas."""
-    ch = f.change(t, "Deploy %s/%s: %s" % (dep.ns, dep.name, (change_details or {}).get("what", "image bump")), source,
+    ch = f.change(t, "Deploy {}/{}: {}".format(dep.ns, dep.name, (change_details or {}).get("what", "image bump")), source,
                   dict({"cluster": dep.c.name, "namespace": dep.ns, "deployment": dep.name}, **(change_details or {})),
-                  links=[{"href": "https://argocd.example.internal/applications/%s" % dep.name, "text": "Argo CD"}])
+                  links=[{"href": f"https://argocd.example.internal/applications/{dep.name}", "text": "Argo CD"}])
     m = []
     for i in (pods if pods is not None else range(len(dep.pods))):
         m += live(p.fire(f, "nan", dep, i, t + 9 + 3 * i, t + 75))
@@ -1521,7 +1521,7 @@ def node_lost(f, c: Cluster, node, t, iid, hits, p_plat: Pack, length=70, draine
     m = []
     root = None
     if drained:
-        root = f.change(t, "kubectl drain %s --ignore-daemonsets --delete-emptydir-data" % node, drained,
+        root = f.change(t, f"kubectl drain {node} --ignore-daemonsets --delete-emptydir-data", drained,
                         {"cluster": c.name, "namespace": "", "deployment": "", "node": node,
                          "reason": "firmware update (maintenance ticket MNT-2291)"})
     else:
@@ -1556,7 +1556,7 @@ def node_lost(f, c: Cluster, node, t, iid, hits, p_plat: Pack, length=70, draine
 def scrape_failure(f, c: Cluster, dep: Dep, t, iid, cause=None, length=50, llmd=True, awesome=True):
     """Prometheus cannot scrape the engine pods (a NetworkPolicy now drops port 8000 from the monitoring
     namespace).  up == 0 looks like an outage; the gateway serves normally."""
-    m = live(f.fire("TargetDown", {"job": "%s/%s" % (dep.ns, dep.name), "namespace": dep.ns, "service": dep.name},
+    m = live(f.fire("TargetDown", {"job": f"{dep.ns}/{dep.name}", "namespace": dep.ns, "service": dep.name},
                     t, t + length, cluster=c))
     if awesome:
         for i in range(len(dep.pods)):
@@ -1575,7 +1575,7 @@ def bad_rollout(f, p: Pack, dep: Dep, t, iid, announce="change", what="--max-mod
     m = []
     ch = None
     if announce == "change":
-        ch = f.change(t, "Deploy %s/%s: %s" % (dep.ns, dep.name, what), "github-actions",
+        ch = f.change(t, f"Deploy {dep.ns}/{dep.name}: {what}", "github-actions",
                       {"cluster": dep.c.name, "namespace": dep.ns, "deployment": dep.name, "change": what,
                        "revision": "%d" % (stable_int(dep.name) % 90 + 10)},
                       links=[{"href": "https://github.example.internal/ml-platform/deploy/pull/%d" % (stable_int(dep.name, t) % 4000),
@@ -1636,7 +1636,7 @@ def config_reload_stale_endpoints(f, p: Pack, dep: Dep, router_pod, t, iid, leng
     """The router's config-reloader fails (bad ConfigMap); after the engines were rescheduled the router
     keeps stale endpoints: connect failures and 5xx.  The reloader rule's for: 10m fires after the 5xx."""
     rel = f.fire("ConfigReloaderSidecarErrors",
-                 {"namespace": dep.ns, "pod": router_pod, "container": "config-reloader", "job": "%s/vllm-router" % dep.ns,
+                 {"namespace": dep.ns, "pod": router_pod, "container": "config-reloader", "job": f"{dep.ns}/vllm-router",
                   "endpoint": "reloader-web", "instance": ip(dep.c.name, router_pod) + ":8080", "service": "vllm-router"},
                  t, t + length, cluster=dep.c)
     m = live(p.fire(f, "router_errors", dep, 1, t + 1, t + length - 2),
@@ -1690,7 +1690,7 @@ def background_noise(f, c: Cluster, seed, kinds, nodes, t_end):
         elif kind == "clock":
             out.append(f.fire("NodeClockNotSynchronising", c.node_exporter(node), t0, t0 + 25, cluster=c))
         elif kind == "waiting":
-            pod = "dataset-sync-%s" % pod_suffix(f.name, seed, n)
+            pod = f"dataset-sync-{pod_suffix(f.name, seed, n)}"
             out.append(f.fire("KubeContainerWaiting", {"namespace": "ml-data", "pod": pod, "container": "rclone"},
                               max(0, t0 - 60), max(0, t0 - 60) + 95, cluster=c))
         elif kind == "pv":
@@ -1708,7 +1708,7 @@ def background_noise(f, c: Cluster, seed, kinds, nodes, t_end):
             pod = "fluent-bit-" + pod_suffix(f.name, seed, n)
             uid = hashlib.md5(pod.encode()).hexdigest()
             out.append(f.fire("KubePodCrashLooping", c.ksm(namespace="logging", pod=pod, container="fluent-bit",
-                                                           uid="%s-%s-%s-%s-%s" % (uid[:8], uid[8:12], uid[12:16], uid[16:20], uid[20:]),
+                                                           uid=f"{uid[:8]}-{uid[8:12]}-{uid[12:16]}-{uid[16:20]}-{uid[20:]}",
                                                            reason="CrashLoopBackOff"), t0, t0 + 35, cluster=c))
         elif kind == "web_replicas":
             out.append(f.fire("KubeDeploymentReplicasMismatch", c.ksm(namespace="web", deployment="playground-ui"),
@@ -1717,7 +1717,7 @@ def background_noise(f, c: Cluster, seed, kinds, nodes, t_end):
             # an application-level Xid on a research training job's GPU: no serving impact
             out.append(f.fire("GPUXidError", c.dcgm(node, 7, xid=13), t0, t0 + 15, cluster=c))
         elif kind == "cpu_node_notready":
-            cpu = "cpu-pool-%s" % pod_suffix(f.name, seed, n, n=4)
+            cpu = f"cpu-pool-{pod_suffix(f.name, seed, n, n=4)}"
             out.append(f.fire("KubeNodeNotReady", c.ksm(node=cpu, condition="Ready", status="true"), t0, t0 + 22, cluster=c))
     f.noise(*out)
     return out
@@ -2224,17 +2224,17 @@ def node_notready_three_deployments():
 def node_drain_maintenance_two_models():
     """A planned drain (change event) of a GPU node: two deployments lose capacity, replacements pend."""
     c = Cluster("gke-us-east5-serving", ext={"cluster": "gke-us-east5-serving"})
-    nd = ["gke-serving-a3-highgpu-%s" % pod_suffix("n", k, n=4) for k in range(4)]
+    nd = ["gke-serving-a3-highgpu-{}".format(pod_suffix("n", k, n=4)) for k in range(4)]
     f = Fleet("node-drain-maintenance-two-models", "2026-09-28T06:00:00", 3,
-              "06:20 an operator drains %s for a firmware update (change event). `chat-gemma` and `code-llama` "
+              f"06:20 an operator drains {nd[1]} for a firmware update (change event). `chat-gemma` and `code-llama` "
               "lose their pod there; replacements pend (no spare A3 capacity), survivors queue and TTFT rises. "
               "Root: the drain. 07:50, after the node is back, `chat-gemma` pod 0 preempts with free blocks and "
-              "dies of CUDA OOM (second incident). Noise: filesystem, HPA." % nd[1],
+              "dies of CUDA OOM (second incident). Noise: filesystem, HPA.",
               [c], {"*": am_kube_prometheus("http://alertmanager.gmp-system:9093", group_by=("alertname", "namespace"))})
     p = Pack("vllm")
     a = Dep(c, "chat", "chat-gemma", "vllm", "gemma-3-27b", [nd[0], nd[1], nd[2]], gpus=[[0]] * 3)
     b = Dep(c, "code", "code-llama", "vllm", "codellama-34b", [nd[1], nd[3]], gpus=[[4], [4]])
-    node_lost(f, c, nd[1], 20, "drain-%s" % nd[1], [(p, a, 1), (p, b, 0)], p, drained="kubectl-audit")
+    node_lost(f, c, nd[1], 20, f"drain-{nd[1]}", [(p, a, 1), (p, b, 0)], p, drained="kubectl-audit")
     kv_fragmentation_cascade(f, p, a, 0, 110, "chat-gemma-kv-oom", frag="heuristic", crashes=1)
     background_noise(f, c, "bg", ["fs", "hpa", "throttle"], nd, 180)
     return f

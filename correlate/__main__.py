@@ -1,4 +1,5 @@
 """Entry point of `python -m correlate`."""
+
 import sys
 
 from correlate.cli import main

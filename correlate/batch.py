@@ -13,6 +13,7 @@ the child), so `correlate()` forks only when asked to (`processes`), as the comm
 `correlate()` is the batch entry point: one process or several, the same answer as feeding the
 alerts one by one to a `Correlator`.
 """
+
 from __future__ import annotations
 
 import gc
@@ -22,7 +23,8 @@ import queue
 import signal
 import threading
 import traceback
-from typing import BinaryIO, Iterable, Sequence
+from collections.abc import Iterable, Sequence
+from typing import BinaryIO
 
 from correlate.catalog import Catalog, load_catalog
 from correlate.engine import Correlator
@@ -41,8 +43,12 @@ _CHUNK = 1_000  # incidents to a pickled chunk
 
 
 def can_split(alerts: Sequence[Alert], decisions: Sequence[Decision], processes: int) -> bool:
-    return (processes > 1 and len(alerts) >= MIN_ALERTS_TO_SPLIT and hasattr(os, "fork")
-            and not any(isinstance(decision, (Merge, Split)) for decision in decisions))
+    return (
+        processes > 1
+        and len(alerts) >= MIN_ALERTS_TO_SPLIT
+        and hasattr(os, "fork")
+        and not any(isinstance(decision, (Merge, Split)) for decision in decisions)
+    )
 
 
 def cluster_of(alert: Alert) -> str:
@@ -131,8 +137,9 @@ def _loads_with(loads: list[float], share: int, alerts: int) -> list[float]:
     return loads
 
 
-def correlate_split(alerts: Sequence[Alert], decisions: Sequence[Decision], catalog: Catalog,
-                    processes: int) -> list[Incident]:
+def correlate_split(
+    alerts: Sequence[Alert], decisions: Sequence[Decision], catalog: Catalog, processes: int
+) -> list[Incident]:
     """`correlate()` with clusters shared among `processes` processes (this one included)."""
     shares = shares_by_cluster(alerts, processes)
     workers = [_fork(share, decisions, catalog) for share in shares[1:]]
@@ -180,7 +187,11 @@ def _work(share: list[Alert], decisions: Sequence[Decision], catalog: Catalog, p
     try:
         incidents = correlate_here(share, decisions, catalog)
         for start in range(0, len(incidents), _CHUNK):
-            chunks.put(pickle.dumps(("incidents", incidents[start:start + _CHUNK]), protocol=pickle.HIGHEST_PROTOCOL))
+            chunks.put(
+                pickle.dumps(
+                    ("incidents", incidents[start : start + _CHUNK]), protocol=pickle.HIGHEST_PROTOCOL
+                )
+            )
         chunks.put(pickle.dumps(("end", None)))
     except BaseException:  # noqa: BLE001 - the parent raises it
         chunks.put(pickle.dumps(("error", traceback.format_exc())))
@@ -189,7 +200,7 @@ def _work(share: list[Alert], decisions: Sequence[Decision], catalog: Catalog, p
         writer.join()
 
 
-def _write_all(chunks: "queue.SimpleQueue[bytes | None]", pipe: BinaryIO) -> None:
+def _write_all(chunks: queue.SimpleQueue[bytes | None], pipe: BinaryIO) -> None:
     while (chunk := chunks.get()) is not None:
         pipe.write(chunk)
 
@@ -201,8 +212,10 @@ def _received(pid: int, answer: int) -> list[Incident]:
             try:
                 kind, value = pickle.load(pipe)
             except EOFError:
-                raise RuntimeError(f"a batch correlation worker (pid {pid}) ended without its whole answer "
-                                   f"(exit code {_reap(pid, answer)})") from None
+                raise RuntimeError(
+                    f"a batch correlation worker (pid {pid}) ended without its whole answer "
+                    f"(exit code {_reap(pid, answer)})"
+                ) from None
             if kind == "end":
                 return incidents
             if kind == "error":
@@ -236,8 +249,13 @@ def usable_processes(requested: int | None) -> int:
         return os.cpu_count() or 1
 
 
-def correlate(alerts: Iterable[Alert], decisions: Iterable[Decision] = (), catalog: Catalog | None = None, *,
-              processes: int = 1) -> list[Incident]:
+def correlate(
+    alerts: Iterable[Alert],
+    decisions: Iterable[Decision] = (),
+    catalog: Catalog | None = None,
+    *,
+    processes: int = 1,
+) -> list[Incident]:
     """Batch correlation: the same answer as feeding `alerts` one by one to a Correlator.
 
     With `processes` > 1 (and fork available), clusters are shared among that many processes,
@@ -263,7 +281,9 @@ def correlate(alerts: Iterable[Alert], decisions: Iterable[Decision] = (), catal
             gc.enable()
 
 
-def correlate_here(alerts: Sequence[Alert], decisions: Sequence[Decision], catalog: Catalog) -> list[Incident]:
+def correlate_here(
+    alerts: Sequence[Alert], decisions: Sequence[Decision], catalog: Catalog
+) -> list[Incident]:
     """The batch in this process, the collector as the caller left it (correlate() pauses it)."""
     correlator = Correlator(catalog, decisions)
     correlator._ingest(alerts)

@@ -4,15 +4,17 @@ It lives in YAML (the packaged `catalog.yaml`, extended by a team's file named b
 ROOTLINE_CATALOG or passed explicitly) so that teams adapt classification and causality to
 their own alert names without touching code. docs/catalog.md documents the format.
 """
+
 from __future__ import annotations
 
 import os
 import re
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import timedelta
 from functools import lru_cache
 from pathlib import Path
-from typing import Any, Mapping
+from typing import Any
 
 import yaml
 
@@ -20,14 +22,39 @@ CATALOG_ENV = "ROOTLINE_CATALOG"
 PACKAGED_CATALOG = Path(__file__).with_name("catalog.yaml")
 LAYERS = ("hardware", "engine", "serving", "platform", "process", "unknown")
 FAILURE_MODES = (
-    "oom", "preemption", "timeout", "kv_fragmentation", "hot_instance", "numeric",
-    "slo_ttft", "slo_tpot", "slo_itl", "queueing", "spec_decode", "restart", "error_rate",
-    "gpu_error", "target_down", "change", "other", "node_not_ready",
+    "oom",
+    "preemption",
+    "timeout",
+    "kv_fragmentation",
+    "hot_instance",
+    "numeric",
+    "slo_ttft",
+    "slo_tpot",
+    "slo_itl",
+    "queueing",
+    "spec_decode",
+    "restart",
+    "error_rate",
+    "gpu_error",
+    "target_down",
+    "change",
+    "other",
+    "node_not_ready",
 )
 ANY_MODE = "*"
 SCOPE_RELATIONS = (
-    "same_pod", "same_gpu", "same_node", "same_group", "same_deployment", "sibling", "same_model",
-    "gateway", "same_namespace", "same_cluster", "in_change_scope", "co_located",
+    "same_pod",
+    "same_gpu",
+    "same_node",
+    "same_group",
+    "same_deployment",
+    "sibling",
+    "same_model",
+    "gateway",
+    "same_namespace",
+    "same_cluster",
+    "in_change_scope",
+    "co_located",
 )
 
 
@@ -122,7 +149,7 @@ class Catalog:
     rules: tuple[Rule, ...]
     settings: Settings
     bands: Mapping[str, Band]
-    changes: "ChangeKinds" = None  # type: ignore[assignment]
+    changes: ChangeKinds = None  # type: ignore[assignment]
     sources: tuple[str, ...] = ()
     rules_by_pair: Mapping[tuple[str, str], tuple[Rule, ...]] = field(default_factory=dict)
 
@@ -274,7 +301,11 @@ def _deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[st
     for key, value in override.items():
         if isinstance(value, Mapping) and isinstance(merged.get(key), Mapping):
             merged[key] = _deep_merge(merged[key], value)
-        elif isinstance(value, list) and isinstance(merged.get(key), list) and key in ("defer", "labels", "values"):
+        elif (
+            isinstance(value, list)
+            and isinstance(merged.get(key), list)
+            and key in ("defer", "labels", "values")
+        ):
             merged[key] = list(dict.fromkeys(list(merged[key]) + list(value)))
         else:
             merged[key] = value
@@ -303,7 +334,9 @@ def _build(doc: Mapping[str, Any], *, sources: tuple[str, ...]) -> Catalog:
         modes=modes,
         layer_keys=tuple(synonyms.get("layer_keys") or ("layer",)),
         mode_keys=tuple(synonyms.get("failure_mode_keys") or ("failure_mode",)),
-        defer_values=frozenset(str(v).lower() for v in synonyms.get("defer") or ("unknown", "none", "other", "")),
+        defer_values=frozenset(
+            str(v).lower() for v in synonyms.get("defer") or ("unknown", "none", "other", "")
+        ),
         layer_synonyms={str(k).lower(): str(v) for k, v in (synonyms.get("layer") or {}).items()},
         mode_synonyms={str(k).lower(): str(v) for k, v in (synonyms.get("failure_mode") or {}).items()},
         slo_names=tuple((e["mode"], _compile(e["pattern"], "slo_names")) for e in doc.get("slo_names") or ()),
@@ -326,9 +359,15 @@ def _build_modes(raw: Mapping[str, Any], layers: tuple[str, ...]) -> dict[str, M
         layer = spec.get("layer", modes.get(name, ModeInfo(name, "unknown", 0, name)).layer)
         if layer not in layers:
             raise CatalogError(f"modes.{name}: unknown layer {layer!r}")
-        modes[name] = ModeInfo(name, layer, int(spec.get("depth", 0)), str(spec.get("label", name)),
-                               _relations(spec["same_mode_scope"], f"modes.{name}.same_mode_scope")
-                               if spec.get("same_mode_scope") is not None else None)
+        modes[name] = ModeInfo(
+            name,
+            layer,
+            int(spec.get("depth", 0)),
+            str(spec.get("label", name)),
+            _relations(spec["same_mode_scope"], f"modes.{name}.same_mode_scope")
+            if spec.get("same_mode_scope") is not None
+            else None,
+        )
     return modes
 
 
@@ -336,7 +375,9 @@ def _relations(raw: Any, where: str) -> frozenset[str]:
     names = [raw] if isinstance(raw, str) else list(raw or ())
     unknown = [name for name in names if name not in SCOPE_RELATIONS]
     if unknown:
-        raise CatalogError(f"{where}: unknown relation(s) {', '.join(map(str, unknown))}; known: {', '.join(SCOPE_RELATIONS)}")
+        raise CatalogError(
+            f"{where}: unknown relation(s) {', '.join(map(str, unknown))}; known: {', '.join(SCOPE_RELATIONS)}"
+        )
     return frozenset(names)
 
 

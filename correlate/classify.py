@@ -4,14 +4,15 @@ Teams label alerts in their own words and name them in their own style, so expli
 read through synonyms, names are split into words before matching, and the rule expression
 (generatorURL) and annotations are a fallback for names that say nothing.
 """
+
 from __future__ import annotations
 
 import json
 import re
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from re import _constants as _sre_constants  # the expression parser: what every match of a pattern contains
 from re import _parser as _sre_parser
-from typing import Mapping, Sequence
 from urllib.parse import parse_qsl, urlsplit
 
 from correlate.catalog import Catalog, Matcher, load_catalog
@@ -87,8 +88,12 @@ class Classifier:
         self._read_text = False  # whether the classification under way read the rule URL or annotations
         self._names = _Patterns(self.catalog.matchers, "names")
         self._metrics = _Patterns(self.catalog.matchers, "metrics")
-        self._relevant_labels = frozenset(self.catalog.layer_keys + self.catalog.mode_keys + self.catalog.change_marker_labels
-                                          + SLO_NAME_LABELS)
+        self._relevant_labels = frozenset(
+            self.catalog.layer_keys
+            + self.catalog.mode_keys
+            + self.catalog.change_marker_labels
+            + SLO_NAME_LABELS
+        )
 
     def classify(self, alert: Alert) -> Classification:
         relevant = self._relevant_labels
@@ -125,14 +130,19 @@ class Classifier:
             layer = inferred.layer if agrees else catalog.mode_layer(explicit_mode)
             return Classification(layer, explicit_mode, "labels", depth)
         if explicit_layer:
-            return Classification(explicit_layer, inferred.failure_mode, f"labels+{inferred.source}", inferred.depth)
+            return Classification(
+                explicit_layer, inferred.failure_mode, f"labels+{inferred.source}", inferred.depth
+            )
         return inferred
 
     def _is_change(self, labels: Mapping[str, str]) -> bool:
         catalog = self.catalog
         if any(labels.get(k, "").strip().lower() == "change" for k in catalog.mode_keys):
             return True
-        return any(labels.get(k, "").strip().lower() in catalog.change_marker_values for k in catalog.change_marker_labels)
+        return any(
+            labels.get(k, "").strip().lower() in catalog.change_marker_values
+            for k in catalog.change_marker_labels
+        )
 
     def _explicit_layer(self, labels: Mapping[str, str]) -> str:
         catalog = self.catalog
@@ -229,8 +239,11 @@ class _Patterns:
     MEMO_SIZE = 10_000
 
     def __init__(self, matchers: Sequence[Matcher], kind: str) -> None:
-        self.entries = [(matcher, tuple((required_literal(p), p) for p in getattr(matcher, kind)))
-                        for matcher in matchers if getattr(matcher, kind)]
+        self.entries = [
+            (matcher, tuple((required_literal(p), p) for p in getattr(matcher, kind)))
+            for matcher in matchers
+            if getattr(matcher, kind)
+        ]
         self.memo: dict[str, Matcher | None] = {}
 
     def first(self, text: str) -> Matcher | None:

@@ -7,10 +7,11 @@ of that order only, an alert arriving late rolls its cluster back to where it be
 replays what follows; the same set of alerts therefore gives the same incidents in any arrival
 order. Clusters are independent, so a late alert replays only its own cluster.
 """
+
 from __future__ import annotations
 
+from collections.abc import Callable, Iterable, Sequence
 from datetime import timedelta
-from typing import Callable, Iterable, Sequence
 
 from correlate.assembly import _Assembly, _decision_keys
 from correlate.catalog import Catalog, load_catalog
@@ -60,8 +61,10 @@ class Correlator(_LinkRules, _Assembly):
         self.rule_edit_window = self.catalog.changes.rule_edit_window.total_seconds()
         self.rule_edit_causal = self.catalog.changes.rule_edit_causal_within.total_seconds()
         self.same_mode_scope = settings.same_mode_scope
-        self._same_mode_scopes = {name: info.same_mode_scope if info.same_mode_scope is not None else self.same_mode_scope
-                                  for name, info in self.catalog.modes.items()}
+        self._same_mode_scopes = {
+            name: info.same_mode_scope if info.same_mode_scope is not None else self.same_mode_scope
+            for name, info in self.catalog.modes.items()
+        }
         self.quiet = settings.quiet_after_resolve.total_seconds()
         self.max_idle = settings.max_idle.total_seconds()
         self.max_span = settings.max_span.total_seconds()
@@ -73,8 +76,13 @@ class Correlator(_LinkRules, _Assembly):
         self._pair_window_by_later: dict[str, dict[str, float]] = {}
         for (earlier, later), gap in self._pair_window.items():
             self._pair_window_by_later.setdefault(later, {})[earlier] = gap
-        self._reach_by_later = {later: min(self.window, max([self.tight_window] + [gap for earlier, gap in gaps.items() if earlier != "change"]))
-                                for later, gaps in self._pair_window_by_later.items()}
+        self._reach_by_later = {
+            later: min(
+                self.window,
+                max([self.tight_window] + [gap for earlier, gap in gaps.items() if earlier != "change"]),
+            )
+            for later, gaps in self._pair_window_by_later.items()
+        }
         self.implied_by_same_pod = self._kinds_implied_by_same_pod()
         self.scan_stamp = 0
         self._relations_cache: dict[tuple, tuple] = {}
@@ -83,7 +91,9 @@ class Correlator(_LinkRules, _Assembly):
         self._tables: dict[str, tuple] = {}
         self._scope_keys: dict[int, tuple] = {}  # scope id -> (its sorted bucket keys, the scope)
         self._link_plans: dict[str, list[tuple[tuple, tuple]]] = {}
-        self._pair_plans: dict[tuple, tuple] = {}  # (relations, earlier mode id, later mode id) -> _pair_plan()
+        self._pair_plans: dict[
+            tuple, tuple
+        ] = {}  # (relations, earlier mode id, later mode id) -> _pair_plan()
         self._link_needs: dict[str, list[tuple[float, bool, bool]]] = {}
         self._apart_needs: dict[str, list[tuple[float, bool, bool]]] = {}
         self._local_rules: dict[str, list[bool]] = {}
@@ -97,22 +107,33 @@ class Correlator(_LinkRules, _Assembly):
         self._decisions: list[Decision] = []
         self._excluded: set[str] = set()
         self._false_positive: set[str] = set()
-        self.rule_pairs = {pair: tuple((r.id, r.max_lag.total_seconds(), r.scope) for r in self.catalog.rules_for(*pair))
-                            for pair in {(a, b) for a in self.catalog.modes for b in self.catalog.modes}}
+        self.rule_pairs = {
+            pair: tuple((r.id, r.max_lag.total_seconds(), r.scope) for r in self.catalog.rules_for(*pair))
+            for pair in {(a, b) for a in self.catalog.modes for b in self.catalog.modes}
+        }
         for decision in decisions:
             self._record_decision(decision)
 
     def _kinds_implied_by_same_pod(self) -> frozenset[str]:
-        """"node"/"gpu" when every scope naming same_node/same_gpu also names same_pod."""
-        scopes = [rule.scope for rule in self.catalog.rules] + [self.same_mode_scope, _TIGHT, *self._same_mode_scopes.values()]
+        """ "node"/"gpu" when every scope naming same_node/same_gpu also names same_pod."""
+        scopes = [rule.scope for rule in self.catalog.rules] + [
+            self.same_mode_scope,
+            _TIGHT,
+            *self._same_mode_scopes.values(),
+        ]
         relation_of = {"node": "same_node", "gpu": "same_gpu"}
-        return frozenset(kind for kind, relation in relation_of.items()
-                         if all("same_pod" in scope for scope in scopes if relation in scope))
+        return frozenset(
+            kind
+            for kind, relation in relation_of.items()
+            if all("same_pod" in scope for scope in scopes if relation in scope)
+        )
 
     def add(self, alert: Alert) -> list[Incident]:
         return self.add_many([alert])
 
-    def add_many(self, alerts: Iterable[Alert], *, rank_if: Callable[[str, int], bool] | None = None) -> list[Incident]:
+    def add_many(
+        self, alerts: Iterable[Alert], *, rank_if: Callable[[str, int], bool] | None = None
+    ) -> list[Incident]:
         """Ingest alerts; returns the incidents they created or changed (members, edges or links).
 
         `rank_if(incident id, member count)` may hold back the ranking of a changed incident: it
@@ -120,12 +141,18 @@ class Correlator(_LinkRules, _Assembly):
         False). A caller that writes a storm's incident of thousands of alerts after every few
         alerts ranks it every few seconds instead (`incident_of` ranks it whenever asked)."""
         alerts = list(alerts)
-        before = self.signatures_before = {}  # replayed alerts whose incident may have changed -> its signature before
+        before = (
+            self.signatures_before
+        ) = {}  # replayed alerts whose incident may have changed -> its signature before
         keys = [occurrence_key(a.fingerprint, a.starts_at) for a in alerts]
         replayed = self._ingest(alerts, keys)
         new_keys = set(keys)
-        changed = [e for e in replayed if e.key in new_keys
-                   or (e.key in before and self._partitions[e.partition].signature(e) != before[e.key])]
+        changed = [
+            e
+            for e in replayed
+            if e.key in new_keys
+            or (e.key in before and self._partitions[e.partition].signature(e) != before[e.key])
+        ]
         return self._incidents_touching(changed, rank_if)
 
     def decide(self, decision: Decision) -> list[Incident]:
@@ -187,8 +214,21 @@ class Correlator(_LinkRules, _Assembly):
         scope, back, cls, change_kind, own_keys, own_scan = prepared
         starts_at = as_utc(alert.starts_at)
         onset = starts_at - back
-        return _Entry(alert, key, cls, scope, _epoch(onset), _end_time(alert), scope.cluster, starts_at, onset,
-                      change_kind, key in self._excluded, own_keys, own_scan)
+        return _Entry(
+            alert,
+            key,
+            cls,
+            scope,
+            _epoch(onset),
+            _end_time(alert),
+            scope.cluster,
+            starts_at,
+            onset,
+            change_kind,
+            key in self._excluded,
+            own_keys,
+            own_scan,
+        )
 
     def _prepare(self, alert: Alert, labels_key: tuple, class_key: tuple) -> tuple:
         labels = alert.labels
@@ -201,8 +241,11 @@ class Correlator(_LinkRules, _Assembly):
                 scope = self._scope_shapes[shape] = scope_of(labels)
             self._scopes[labels_key] = scope
         annotations_key = tuple(alert.annotations.items())
-        timing_key = (alert.generator_url, annotations_key,
-                      (labels.get("for", ""), labels.get("window", ""), labels.get("duration", "")))
+        timing_key = (
+            alert.generator_url,
+            annotations_key,
+            (labels.get("for", ""), labels.get("window", ""), labels.get("duration", "")),
+        )
         back = self._lookbacks.get(timing_key)
         if back is None:
             back = self._lookbacks[timing_key] = lookback(alert)
@@ -214,9 +257,18 @@ class Correlator(_LinkRules, _Assembly):
             self._prepared.clear()
         cls = self.classifier.classify(alert)  # cached there by what it reads
         own_keys, own_scan = self.keys_of(scope, alert.alertname)
-        return (scope, back, cls, self._change_kind(alert) if cls.failure_mode == "change" else "", own_keys, own_scan)
+        return (
+            scope,
+            back,
+            cls,
+            self._change_kind(alert) if cls.failure_mode == "change" else "",
+            own_keys,
+            own_scan,
+        )
 
-    def keys_of(self, scope: Scope, alertname: str) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
+    def keys_of(
+        self, scope: Scope, alertname: str
+    ) -> tuple[tuple[tuple[str, str], ...], tuple[tuple[str, str], ...]]:
         """An alert's buckets (its scope's and its name's) and the ones its scan reads (not the name's)."""
         hit = self._scope_keys.get(id(scope))
         if hit is None:
@@ -226,8 +278,10 @@ class Correlator(_LinkRules, _Assembly):
 
     def _change_kind(self, alert: Alert) -> str:
         labels = alert.labels
-        text = " ".join([alert.annotations.get("summary", ""), alert.alertname] +
-                        [labels.get(k, "") for k in ("change_type", "type", "class", "kind", "action")])
+        text = " ".join(
+            [alert.annotations.get("summary", ""), alert.alertname]
+            + [labels.get(k, "") for k in ("change_type", "type", "class", "kind", "action")]
+        )
         return self.catalog.changes.kind_of(text)
 
     # ---- linking -----------------------------------------------------------------------------

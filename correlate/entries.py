@@ -1,11 +1,13 @@
 """What a cluster's partition holds of each alert (`_Entry`), a workload bucket's per-mode runs
 (`_ModeList`), what one scan keeps of its neighbours' components (`_Kept`), and the constants
 the scan, the replay and the linking rules share."""
+
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from collections.abc import Sequence
+from datetime import UTC, datetime
 from operator import attrgetter
-from typing import TYPE_CHECKING, Sequence
+from typing import TYPE_CHECKING
 
 from correlate.classify import Classification
 from correlate.events import RESOLVED, Alert, is_zero_time
@@ -23,9 +25,20 @@ if TYPE_CHECKING:
     from correlate.partition import _Partition
 
 _TIGHT = frozenset({"same_pod", "same_gpu"})
-_RELATION_ORDER = ("same_pod", "same_gpu", "same_node", "same_group", "same_deployment", "sibling", "same_model",
-                   "gateway", "same_namespace", "in_change_scope", "same_cluster")
-_EPOCH = datetime(1970, 1, 1, tzinfo=timezone.utc)
+_RELATION_ORDER = (
+    "same_pod",
+    "same_gpu",
+    "same_node",
+    "same_group",
+    "same_deployment",
+    "sibling",
+    "same_model",
+    "gateway",
+    "same_namespace",
+    "in_change_scope",
+    "same_cluster",
+)
+_EPOCH = datetime(1970, 1, 1, tzinfo=UTC)
 _MODE_IDS: dict[str, int] = {}  # failure mode -> small number, to look pair gaps up in a list
 _WIDE_KEYS = frozenset({"gw", "dep", "model"})  # buckets of a workload or model, not of one place
 # Relations the pod/node/GPU buckets find (a pod group's alerts are all in its leader's pod bucket).
@@ -34,11 +47,9 @@ _NOWHERE: frozenset[str] = frozenset()
 _MAX_LOOKBACK_SECONDS = MAX_LOOKBACK.total_seconds()  # the furthest an alert is placed before it fired
 
 
-
 _FORWARD, _BACKWARD, _LINK = 1, 2, 4
 _DENSE = 32  # a workload/model bucket with this many alerts in a scan's horizon is read per mode
 _UNKEPT = 8  # an edge into an alert with no kept incoming edge: never marked, so always compared
-
 
 
 class _Entry:
@@ -48,14 +59,57 @@ class _Entry:
     generated keyword __init__ cost twice as much (2.1 against 0.9 us, 6% of a batch).
     """
 
-    __slots__ = ("alert", "key", "cls", "scope", "t", "end_t", "partition", "starts_at", "onset", "change_kind", "excluded",
-                 "nodes", "gpus", "placement", "member", "member_end", "index_keys", "edges", "links", "undo",
-                 "sort_key", "mode", "stamp", "own_keys", "own_scan", "mode_id", "kin", "kin_size", "incoming",
-                 "number", "scan_keys", "scan_version")
+    __slots__ = (
+        "alert",
+        "key",
+        "cls",
+        "scope",
+        "t",
+        "end_t",
+        "partition",
+        "starts_at",
+        "onset",
+        "change_kind",
+        "excluded",
+        "nodes",
+        "gpus",
+        "placement",
+        "member",
+        "member_end",
+        "index_keys",
+        "edges",
+        "links",
+        "undo",
+        "sort_key",
+        "mode",
+        "stamp",
+        "own_keys",
+        "own_scan",
+        "mode_id",
+        "kin",
+        "kin_size",
+        "incoming",
+        "number",
+        "scan_keys",
+        "scan_version",
+    )
 
-    def __init__(self, alert: Alert, key: str, cls: Classification, scope: Scope, t: float, end_t: float | None,
-                 partition: str, starts_at: datetime, onset: datetime, change_kind: str = "", excluded: bool = False,
-                 own_keys: tuple[tuple[str, str], ...] | None = None, own_scan: tuple[tuple[str, str], ...] = ()) -> None:
+    def __init__(
+        self,
+        alert: Alert,
+        key: str,
+        cls: Classification,
+        scope: Scope,
+        t: float,
+        end_t: float | None,
+        partition: str,
+        starts_at: datetime,
+        onset: datetime,
+        change_kind: str = "",
+        excluded: bool = False,
+        own_keys: tuple[tuple[str, str], ...] | None = None,
+        own_scan: tuple[tuple[str, str], ...] = (),
+    ) -> None:
         self.alert = alert
         self.key = key
         self.cls = cls
@@ -114,7 +168,7 @@ class _ModeList(list):
         self.starts: list[int] = []
         self.sources: list[int] = []
 
-    def run_start(self, last: int, kin: "_Entry") -> int:
+    def run_start(self, last: int, kin: _Entry) -> int:
         """Where a run of component `kin` ending at `last` begins, joining runs merged since."""
         start = self.starts[last]
         while start and _kin_root(self[start - 1]) is kin:

@@ -1,10 +1,11 @@
 """The normalised alert every source is turned into before correlation."""
+
 from __future__ import annotations
 
 import hashlib
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Mapping
 
 FIRING = "firing"
 RESOLVED = "resolved"
@@ -50,7 +51,16 @@ def occurrence_key(fingerprint: str, starts_at: datetime) -> str:
         return f"{fingerprint}@{d.strftime('%Y-%m-%dT%H:%M:%S.%fZ')}"
     # The same text as strftime('%Y-%m-%dT%H:%M:%S.%fZ'), at a sixth of its cost (%-formatting
     # of ints runs about twice as fast as an f-string's format specs; every alert is keyed).
-    return "%s@%d-%02d-%02dT%02d:%02d:%02d.%06dZ" % (fingerprint, d.year, d.month, d.day, d.hour, d.minute, d.second, d.microsecond)
+    return "%s@%d-%02d-%02dT%02d:%02d:%02d.%06dZ" % (
+        fingerprint,
+        d.year,
+        d.month,
+        d.day,
+        d.hour,
+        d.minute,
+        d.second,
+        d.microsecond,
+    )
 
 
 def event_fingerprint(*, source: str, summary: str, component: str = "") -> str:

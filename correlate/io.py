@@ -3,17 +3,18 @@ one a line, read into Alerts by the app's own per-source parsers (`correlate.ing
 command line, the scorers and the benchmarks. Tolerant where the webhook answers 400: it skips
 what the parsers reject, and an alert with no time of its own (a file has no arrival time).
 """
+
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from collections.abc import Iterable, Iterator, Mapping
+from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, Iterable, Iterator, Mapping
+from typing import Any
 
 from correlate.events import FIRING, RESOLVED, Alert, change_labels, is_zero_time
 from correlate.ingest import DOCUMENT_PARSERS, ParsedAlert, PayloadError, kind_of
 from correlate.ingest.common import decode_json
-
 
 _FRACTION = re.compile(r"(\.\d{1,6})\d*")
 _OFFSET_NO_COLON = re.compile(r"([+-]\d{2})(\d{2})$")
@@ -33,8 +34,8 @@ def parse_time(value: str | None) -> datetime | None:
     if is_zero_time(moment):  # before converting: Go's zero time with an offset east of UTC is year 0
         return None
     if moment.tzinfo is None:
-        moment = moment.replace(tzinfo=timezone.utc)
-    return moment.astimezone(timezone.utc)
+        moment = moment.replace(tzinfo=UTC)
+    return moment.astimezone(UTC)
 
 
 def iter_body_lines(path: str | Path) -> Iterator[bytes]:
@@ -79,9 +80,15 @@ def _read_document(document: Any) -> list[tuple[str, Alert]]:
 
 def _as_read(parsed: ParsedAlert) -> tuple[str, Alert]:
     labels = change_labels(parsed.labels) if parsed.kind == "change" else parsed.labels
-    alert = Alert(fingerprint=parsed.fingerprint, starts_at=parsed.starts_at, labels=labels, annotations=parsed.annotations,
-                  ends_at=parsed.ends_at, status=RESOLVED if parsed.status == RESOLVED else FIRING,
-                  generator_url=parsed.generator_url)
+    alert = Alert(
+        fingerprint=parsed.fingerprint,
+        starts_at=parsed.starts_at,
+        labels=labels,
+        annotations=parsed.annotations,
+        ends_at=parsed.ends_at,
+        status=RESOLVED if parsed.status == RESOLVED else FIRING,
+        generator_url=parsed.generator_url,
+    )
     if parsed.kind == "change":
         return OCCURRENCE, alert
     return _EVENT_KINDS.get(parsed.event_action, OCCURRENCE), alert
@@ -110,8 +117,15 @@ def read_alerts(paths: Iterable[str | Path]) -> list[Alert]:
                     continue
                 if kind == TRIGGER and alert.fingerprint in firing:
                     opened = seen[firing[alert.fingerprint]]
-                    seen[opened.key] = Alert(opened.fingerprint, opened.starts_at, alert.labels, alert.annotations,
-                                             None, FIRING, alert.generator_url or opened.generator_url)
+                    seen[opened.key] = Alert(
+                        opened.fingerprint,
+                        opened.starts_at,
+                        alert.labels,
+                        alert.annotations,
+                        None,
+                        FIRING,
+                        alert.generator_url or opened.generator_url,
+                    )
                     continue
                 known = seen.get(alert.key)
                 if known is None:
@@ -128,5 +142,12 @@ def read_alerts(paths: Iterable[str | Path]) -> list[Alert]:
 
 def alert_ended(known: Alert, ends_at: datetime | None, generator_url: str = "") -> Alert:
     """`known` resolved at `ends_at`, its first labels kept."""
-    return Alert(known.fingerprint, known.starts_at, known.labels, known.annotations, ends_at, RESOLVED,
-                 known.generator_url or generator_url)
+    return Alert(
+        known.fingerprint,
+        known.starts_at,
+        known.labels,
+        known.annotations,
+        ends_at,
+        RESOLVED,
+        known.generator_url or generator_url,
+    )

@@ -1,6 +1,7 @@
 """The pair-linking rules of the engine: which earlier alert a new one links to, by which causal
 rule or same-trouble link, with the tables derived from the catalog that make a scan cheap
 (windows, wide modes, local-only rules, each pair's window). `Correlator` inherits them."""
+
 from __future__ import annotations
 
 from correlate.entries import (
@@ -29,9 +30,16 @@ class _LinkRules:
             wide = self._wide_modes_for(later)
             reach = self._reach_by_later.get(later, min(self.tight_window, self.window))
             needs = self._needs_for(later)
-            found = self._tables[later] = (self._windows_for(later), needs, self._apart_needs_for(later),
-                                           self._local_rules_for(later), wide, [True] * len(_MODE_IDS), reach,
-                                           self._tight_only_for(needs))
+            found = self._tables[later] = (
+                self._windows_for(later),
+                needs,
+                self._apart_needs_for(later),
+                self._local_rules_for(later),
+                wide,
+                [True] * len(_MODE_IDS),
+                reach,
+                self._tight_only_for(needs),
+            )
         return found
 
     @staticmethod
@@ -59,7 +67,9 @@ class _LinkRules:
             found = [False] * len(_MODE_IDS)
             for mode, number in _MODE_IDS.items():
                 rules = self.rule_pairs.get((mode, later), ()) + self.rule_pairs.get((later, mode), ())
-                found[number] = (mode == later and self._same_trouble_beyond_local(later)) or any(scope - _LOCAL for _, _, scope in rules)
+                found[number] = (mode == later and self._same_trouble_beyond_local(later)) or any(
+                    scope - _LOCAL for _, _, scope in rules
+                )
             self._wide_modes[later] = found
         return found
 
@@ -70,8 +80,11 @@ class _LinkRules:
             found = [(-1.0, False, False)] * len(_MODE_IDS)
             for mode, number in _MODE_IDS.items():
                 forward = self.rule_pairs.get((mode, later), ())
-                found[number] = (max((lag for _, lag, _ in forward), default=-1.0),
-                                 bool(self.rule_pairs.get((later, mode), ())), mode == later)
+                found[number] = (
+                    max((lag for _, lag, _ in forward), default=-1.0),
+                    bool(self.rule_pairs.get((later, mode), ())),
+                    mode == later,
+                )
             self._link_needs[later] = found
         return found
 
@@ -84,7 +97,11 @@ class _LinkRules:
             for mode, number in _MODE_IDS.items():
                 forward = [lag for _, lag, scope in self.rule_pairs.get((mode, later), ()) if scope - _LOCAL]
                 backward = any(scope - _LOCAL for _, _, scope in self.rule_pairs.get((later, mode), ()))
-                found[number] = (max(forward, default=-1.0), backward, mode == later and self._same_trouble_beyond_local(later))
+                found[number] = (
+                    max(forward, default=-1.0),
+                    backward,
+                    mode == later and self._same_trouble_beyond_local(later),
+                )
             self._apart_needs[later] = found
         return found
 
@@ -108,7 +125,10 @@ class _LinkRules:
         if found is None or len(found) != len(_MODE_IDS):
             found = [((), ())] * len(_MODE_IDS)
             for mode, number in _MODE_IDS.items():
-                found[number] = (self.rule_pairs.get((mode, later), ()), self.rule_pairs.get((later, mode), ()))
+                found[number] = (
+                    self.rule_pairs.get((mode, later), ()),
+                    self.rule_pairs.get((later, mode), ()),
+                )
             self._link_plans[later] = found
         return found
 
@@ -138,7 +158,9 @@ class _LinkRules:
             return False
         return bool(self.link_pair(y, x, y_nodes, y_gpus, dt))
 
-    def link_pair(self, y: _Entry, x: _Entry, y_nodes: frozenset[str], y_gpus: frozenset[str], dt: float) -> int:
+    def link_pair(
+        self, y: _Entry, x: _Entry, y_nodes: frozenset[str], y_gpus: frozenset[str], dt: float
+    ) -> int:
         """link() once the pair's gap is known to be within its modes' widest gap.
 
         Returns what it kept on x: _FORWARD (edge y->x), _BACKWARD (edge x->y), _LINK (same
@@ -173,7 +195,9 @@ class _LinkRules:
             x.edges.append(_edge(x, y, back_slack[0], -dt, back_slack[1]))
             return _BACKWARD
         if same_mode and dt <= self.same_mode_window:
-            if x.mode != "other" or x.alert.labels.get("alertname", "") == y.alert.labels.get("alertname", ""):  # Alert.alertname
+            if x.mode != "other" or x.alert.labels.get("alertname", "") == y.alert.labels.get(
+                "alertname", ""
+            ):  # Alert.alertname
                 x.links.append(y)
                 return _LINK
         if tight and dt <= self.tight_window:
@@ -192,11 +216,21 @@ class _LinkRules:
         """
         forward, backward = self._plans_for(x.mode)[y.mode_id]
         same = x.mode == y.mode
-        back = next(((rule_id, _tightest(scope & rel)) for rule_id, _, scope in backward if scope & rel), None)
-        forwards = tuple((rule_id, max_lag, _tightest(scope & rel)) for rule_id, max_lag, scope in forward if scope & rel)
+        back = next(
+            ((rule_id, _tightest(scope & rel)) for rule_id, _, scope in backward if scope & rel), None
+        )
+        forwards = tuple(
+            (rule_id, max_lag, _tightest(scope & rel)) for rule_id, max_lag, scope in forward if scope & rel
+        )
         same_trouble = same and bool(rel & self._same_mode_scopes.get(x.mode, self.same_mode_scope))
-        return (back if same else None, forwards, None if same else back, same_trouble,
-                bool(rel & _TIGHT), same)
+        return (
+            back if same else None,
+            forwards,
+            None if same else back,
+            same_trouble,
+            bool(rel & _TIGHT),
+            same,
+        )
 
     def link_change(self, change: _Entry, x: _Entry) -> bool:
         dt = x.t - change.t

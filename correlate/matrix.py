@@ -5,12 +5,13 @@ Nothing is guessed: a cell with no alert, crossing, action or change to cite sta
 facts read are the timeline's: alerts by layer and mode, red crossings by band, judgements
 made by people, and changes with their review and staging flags.
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Iterable, Mapping, Sequence
 
 from correlate import matrix_texts as texts
 from correlate.catalog import Catalog
@@ -43,7 +44,9 @@ class Row:
 
 @dataclass
 class _Draft:
-    parts: dict[str, list[tuple[str, list[tuple[str, str | int]]]]] = field(default_factory=lambda: {c: [] for c in COLUMNS})
+    parts: dict[str, list[tuple[str, list[tuple[str, str | int]]]]] = field(
+        default_factory=lambda: {c: [] for c in COLUMNS}
+    )
 
     def add(self, column: str, text: str, evidence: Iterable[tuple[str, str | int]]) -> None:
         cited = list(dict.fromkeys(evidence))
@@ -81,8 +84,14 @@ def _falsy(labels: Mapping[str, str], keys: Sequence[str]) -> bool:
     return any(str(labels[k]).strip().lower() in texts.FALSY for k in keys if k in labels)
 
 
-def suggest_matrix(*, alerts: Sequence[AlertFact], crossings: Sequence[Crossing], actions: Sequence[ActionFact],
-                   catalog: Catalog, root_alert_id: int | None = None) -> list[Row]:
+def suggest_matrix(
+    *,
+    alerts: Sequence[AlertFact],
+    crossings: Sequence[Crossing],
+    actions: Sequence[ActionFact],
+    catalog: Catalog,
+    root_alert_id: int | None = None,
+) -> list[Row]:
     fired = sorted((a for a in alerts if a.kind != "change"), key=lambda a: (a.starts_at, a.id))
     changes = sorted((a for a in alerts if a.kind == "change"), key=lambda a: (a.starts_at, a.id))
     reds = [c for c in crossings if c.to == RED and c.worse]
@@ -109,8 +118,11 @@ def suggest_matrix(*, alerts: Sequence[AlertFact], crossings: Sequence[Crossing]
     _judgement_rows(draft, fired, reds, actions, root)
     missing = [a for a in fired if not a.has_runbook]
     if missing:
-        draft("process").add("process_gap", f"runbook did not cover the scenario: no runbook for {', '.join(dict.fromkeys(a.alertname for a in missing))}",
-                             [("alert", a.id) for a in missing])
+        draft("process").add(
+            "process_gap",
+            f"runbook did not cover the scenario: no runbook for {', '.join(dict.fromkeys(a.alertname for a in missing))}",
+            [("alert", a.id) for a in missing],
+        )
 
     order = {layer: index for index, layer in enumerate(catalog.layers)}
     rows = []
@@ -122,17 +134,28 @@ def suggest_matrix(*, alerts: Sequence[AlertFact], crossings: Sequence[Crossing]
     return rows
 
 
-def _layer_causes(d: _Draft, alerts: list[AlertFact], reds: list[Crossing], catalog: Catalog, root: AlertFact | None) -> None:
+def _layer_causes(
+    d: _Draft, alerts: list[AlertFact], reds: list[Crossing], catalog: Catalog, root: AlertFact | None
+) -> None:
     first_red: dict[str, Crossing] = {}
     for crossing in reds:
         first_red.setdefault(crossing.signal, crossing)
     for signal, first in first_red.items():
         same = [c for c in reds if c.signal == signal]
-        wheres = list(dict.fromkeys(w for c in same for w in [c.labels.get("pod") or c.labels.get("Hostname") or c.labels.get("gpu") or ""] if w))
+        wheres = list(
+            dict.fromkeys(
+                w
+                for c in same
+                for w in [c.labels.get("pod") or c.labels.get("Hostname") or c.labels.get("gpu") or ""]
+                if w
+            )
+        )
         phrase = texts.BAND_DIRECT.get(signal, f"{signal.replace('_', ' ')} in the red")
         band = catalog.bands.get(signal)
         title = band_title(band.title if band else signal.replace("_", " "))
-        text = f"{phrase}: {title} crossed {first.line:g} at {_hm(first.at)}" + (f" on {len(wheres)} series" if len(wheres) > 1 else "")
+        text = f"{phrase}: {title} crossed {first.line:g} at {_hm(first.at)}" + (
+            f" on {len(wheres)} series" if len(wheres) > 1 else ""
+        )
         cited = [("threshold", c.id) for c in same]
         d.add("direct_cause", text, cited)
     primary_mode = None
@@ -144,19 +167,34 @@ def _layer_causes(d: _Draft, alerts: list[AlertFact], reds: list[Crossing], cata
         text = f"{texts.DIRECT.get(primary_mode, catalog.modes[primary_mode].label if primary_mode in catalog.modes else primary_mode)} ({_names(same_mode)}, from {_hm(same_mode[0].starts_at)})"
         d.add("direct_cause", text, [("alert", a.id) for a in same_mode])
         if primary_mode in texts.DEFECT:
-            d.add("system_defect", texts.DEFECT[primary_mode], [("catalog", f"defect:{primary_mode}"), *(("alert", a.id) for a in same_mode)])
+            d.add(
+                "system_defect",
+                texts.DEFECT[primary_mode],
+                [("catalog", f"defect:{primary_mode}"), *(("alert", a.id) for a in same_mode)],
+            )
     elif first_red:
         signal = next(iter(first_red))
         mode = texts.BAND_MODES.get(signal)
         if mode in texts.DEFECT:
-            d.add("system_defect", texts.DEFECT[mode], [("catalog", f"defect:{mode}"), ("threshold", first_red[signal].id)])
+            d.add(
+                "system_defect",
+                texts.DEFECT[mode],
+                [("catalog", f"defect:{mode}"), ("threshold", first_red[signal].id)],
+            )
 
 
 def _change_text(change: AlertFact) -> str:
     return " ".join([change.alertname, change.summary, *(f"{k} {v}" for k, v in change.labels.items())])
 
 
-def _change_gaps(drafts, changes: list[AlertFact], fired: list[AlertFact], first_alert_at: datetime | None, catalog: Catalog, draft) -> None:
+def _change_gaps(
+    drafts,
+    changes: list[AlertFact],
+    fired: list[AlertFact],
+    first_alert_at: datetime | None,
+    catalog: Catalog,
+    draft,
+) -> None:
     """Unreviewed threshold edits and changes not verified in staging, made before the first alert,
     go to the row of the layer whose alerts the edited rule raises (else the process row)."""
     for change in changes:
@@ -170,19 +208,29 @@ def _change_gaps(drafts, changes: list[AlertFact], fired: list[AlertFact], first
         what = change.summary or change.alertname
         if unreviewed:
             gap = "alert threshold changed without review" if rule_edit else "change shipped without review"
-            draft(layer).add("process_gap", f"{gap} ({what}, {_hm(change.starts_at)})", [("change", change.id)])
+            draft(layer).add(
+                "process_gap", f"{gap} ({what}, {_hm(change.starts_at)})", [("change", change.id)]
+            )
         if _falsy(change.labels, texts.STAGING_KEYS):
             draft(layer).add("process_gap", "change not verified in staging", [("change", change.id)])
 
 
-def _judgement_rows(draft, fired: list[AlertFact], reds: list[Crossing], actions: Sequence[ActionFact], root: AlertFact | None) -> None:
+def _judgement_rows(
+    draft, fired: list[AlertFact], reds: list[Crossing], actions: Sequence[ActionFact], root: AlertFact | None
+) -> None:
     """A false-positive judgement before the incident escalated is a process gap (and, in the
     process row, the direct cause: the warning was there); made while related evidence was red,
     it shows the missing alert correlation."""
     by_id = {a.id: a for a in fired}
     if root is not None and root.kind == "change":
-        draft("process").add("direct_cause", f"change: {root.summary or root.alertname} ({_hm(root.starts_at)})", [("change", root.id)])
-        draft("process").add("system_defect", texts.DEFECT["change"], [("catalog", "defect:change"), ("change", root.id)])
+        draft("process").add(
+            "direct_cause",
+            f"change: {root.summary or root.alertname} ({_hm(root.starts_at)})",
+            [("change", root.id)],
+        )
+        draft("process").add(
+            "system_defect", texts.DEFECT["change"], [("catalog", "defect:change"), ("change", root.id)]
+        )
     for action in actions:
         if action.action != "false_positive" or action.alert_id not in by_id:
             continue
@@ -203,5 +251,8 @@ def _judgement_rows(draft, fired: list[AlertFact], reds: list[Crossing], actions
             )
         red_before = [c for c in reds if c.at <= action.at]
         if red_before:
-            draft("process").add("system_defect", texts.NO_CORRELATION,
-                                 [("action", action.id), ("alert", judged.id), *(("threshold", c.id) for c in red_before)])
+            draft("process").add(
+                "system_defect",
+                texts.NO_CORRELATION,
+                [("action", action.id), ("alert", judged.id), *(("threshold", c.id) for c in red_before)],
+            )

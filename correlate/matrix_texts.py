@@ -1,6 +1,7 @@
 """The words the suggested root-cause matrix uses, kept as data: per failure mode, what happened
 (direct cause) and which design defect let it happen (system defect), from DOMAIN.md's failure
 modes and defences. Cited as evidence `{kind: catalog, id: "defect:<mode>"}`."""
+
 from __future__ import annotations
 
 DIRECT = {
@@ -48,16 +49,29 @@ NO_CORRELATION = "no alert correlation: the alert was judged alone while related
 
 # Which failure mode a band's red crossing stands for.
 BAND_MODES = {
-    "kv_pool_usage": "oom", "framebuffer_headroom": "oom", "framebuffer_ratio": "oom",
-    "kv_fragmentation": "kv_fragmentation", "queue_wait": "queueing", "batch_fill": "queueing",
-    "ttft_p99": "slo_ttft", "tpot_p99": "slo_tpot", "itl_jitter": "slo_itl", "spec_acceptance": "spec_decode",
+    "kv_pool_usage": "oom",
+    "framebuffer_headroom": "oom",
+    "framebuffer_ratio": "oom",
+    "kv_fragmentation": "kv_fragmentation",
+    "queue_wait": "queueing",
+    "batch_fill": "queueing",
+    "ttft_p99": "slo_ttft",
+    "tpot_p99": "slo_tpot",
+    "itl_jitter": "slo_itl",
+    "spec_acceptance": "spec_decode",
 }
 # How a band's red crossing reads as a direct cause in its layer.
 BAND_DIRECT = {
-    "framebuffer_ratio": "GPU memory exhausted", "framebuffer_headroom": "GPU memory exhausted",
-    "kv_pool_usage": "KV-cache pool exhausted", "kv_fragmentation": "KV fragmentation over 25%",
-    "queue_wait": "requests queued", "batch_fill": "batches under-filled", "ttft_p99": "TTFT SLO breached",
-    "tpot_p99": "TPOT SLO breached", "itl_jitter": "ITL jitter SLO breached", "spec_acceptance": "speculative acceptance dropped",
+    "framebuffer_ratio": "GPU memory exhausted",
+    "framebuffer_headroom": "GPU memory exhausted",
+    "kv_pool_usage": "KV-cache pool exhausted",
+    "kv_fragmentation": "KV fragmentation over 25%",
+    "queue_wait": "requests queued",
+    "batch_fill": "batches under-filled",
+    "ttft_p99": "TTFT SLO breached",
+    "tpot_p99": "TPOT SLO breached",
+    "itl_jitter": "ITL jitter SLO breached",
+    "spec_acceptance": "speculative acceptance dropped",
 }
 
 FALSY = {"false", "no", "0", "none", "n", "unreviewed", "not reviewed", ""}

@@ -18,6 +18,7 @@ and `resolved`: the text of `template "__text_alert_list"`, one block per alert:
 every alert of the group shares are the group's own, so the event is named and scoped as the
 webhook route names those alerts.
 """
+
 from __future__ import annotations
 
 import re
@@ -132,8 +133,13 @@ def v1_as_v2(event: Mapping[str, Any]) -> dict[str, Any]:
     if "details" in event and event["details"] is not None:
         payload["custom_details"] = event["details"]
     converted: dict[str, Any] = {"event_action": event.get("event_type"), "payload": payload}
-    for v1_key, v2_key in (("incident_key", "dedup_key"), ("service_key", "routing_key"),
-                           ("client", "client"), ("client_url", "client_url"), ("contexts", "links")):
+    for v1_key, v2_key in (
+        ("incident_key", "dedup_key"),
+        ("service_key", "routing_key"),
+        ("client", "client"),
+        ("client_url", "client_url"),
+        ("contexts", "links"),
+    ):
         if event.get(v1_key) not in (None, ""):
             converted[v2_key] = event[v1_key]
     return converted

@@ -1,10 +1,12 @@
 """One cluster's alerts in event-time order: the neighbour index, the scan that links each new
 alert to the few earlier ones sharing a scope key within a rule's lag, and the incident forest
 (union-find). Its rollback for late alerts is `correlate/rewind.py`."""
+
 from __future__ import annotations
 
 import bisect
-from typing import TYPE_CHECKING, Sequence
+from collections.abc import Sequence
+from typing import TYPE_CHECKING
 
 from correlate.entries import (
     _BACKWARD,
@@ -32,10 +34,11 @@ from correlate.topology import (
 if TYPE_CHECKING:
     from correlate.engine import Correlator
 
+
 class _Partition(_Rewind):
     """One cluster's alerts in event-time order, its neighbour index and its incident forest."""
 
-    def __init__(self, name: str, engine: "Correlator") -> None:
+    def __init__(self, name: str, engine: Correlator) -> None:
         self.name = name
         self.engine = engine
         self.entries: list[_Entry] = []
@@ -54,7 +57,9 @@ class _Partition(_Rewind):
         self.size: dict[str, int] = {}
         self.agg: dict[str, list] = {}
         self._placements: dict[int, tuple] = {}
-        self._scan_keys_cache: dict[tuple, tuple] = {}  # (scope id, nodes, GPUs) -> scan keys and when they hold
+        self._scan_keys_cache: dict[
+            tuple, tuple
+        ] = {}  # (scope id, nodes, GPUs) -> scan keys and when they hold
 
     def find(self, key: str) -> str:
         parent = self.parent
@@ -132,7 +137,9 @@ class _Partition(_Rewind):
         # Per earlier mode's number: the widest gap to x's mode, what a pair could still add (on
         # any scopes, and on no common pod/GPU/node), whether the two differ, and whether the mode
         # can link to x's beyond one pod/GPU/node; and the scan's reach back in time.
-        windows, needs, apart_needs, local_only, wide_mode, all_modes, reach, tight_only = engine.scan_tables(x_mode)
+        windows, needs, apart_needs, local_only, wide_mode, all_modes, reach, tight_only = engine.scan_tables(
+            x_mode
+        )
         # Indexed alerts are never changes, so no earlier alert beyond the widest gap any
         # non-change mode has to x's mode can link (link() checks that gap first).
         horizon = x_t - reach
@@ -237,8 +244,11 @@ class _Partition(_Rewind):
                                     newest = bisect.bisect_left(sources, at) - 1
                                     if newest >= 0 and sources[newest] >= start:
                                         start = sources[newest] + 1
-                                if at > start and (not apart or not x_placed and self._pod_quiet(
-                                        x_pod, y.mode_id, run[start].t, y_t)):
+                                if at > start and (
+                                    not apart
+                                    or not x_placed
+                                    and self._pod_quiet(x_pod, y.mode_id, run[start].t, y_t)
+                                ):
                                     # The reverse list iterator's state is the index it yields
                                     # next: setting it passes the run in one step, not one by one.
                                     newest_first.__setstate__(start - 1)
@@ -247,14 +257,21 @@ class _Partition(_Rewind):
                         pod = y.scope.pod
                         if pod and (pod in pod_nodes or pod in pod_gpus):  # topology.knows(pod)
                             cached = y.placement  # _placement's cache, read inline on its fast path
-                            if cached is not None and x_t >= cached[1] and cached[0] == pod_versions.get(pod, 0):
+                            if (
+                                cached is not None
+                                and x_t >= cached[1]
+                                and cached[0] == pod_versions.get(pod, 0)
+                            ):
                                 y_nodes, y_gpus = cached[2], cached[3]
                             else:
                                 y_nodes, y_gpus = self._placement(y, x_t)
                         else:
                             y_nodes, y_gpus = y.nodes, y.gpus
-                    if tight_only[y.mode_id] and y.scope.pod != x_pod and (
-                            not y_gpus or not x_gpus or y_gpus.isdisjoint(x_gpus)):
+                    if (
+                        tight_only[y.mode_id]
+                        and y.scope.pod != x_pod
+                        and (not y_gpus or not x_gpus or y_gpus.isdisjoint(x_gpus))
+                    ):
                         continue  # no rule links the two modes, and the pair shares no pod nor GPU
                     found = link(y, x, y_nodes, y_gpus, dt)
                     if found:
@@ -367,8 +384,9 @@ class _Partition(_Rewind):
                 _absorb(agg[root], agg[child])
 
     @staticmethod
-    def _unread_runs(modes: dict[int, list[_Entry]], readable: list[bool],
-                     read_runs: dict[tuple[int, int], list[_Entry]]) -> list[list[_Entry]]:
+    def _unread_runs(
+        modes: dict[int, list[_Entry]], readable: list[bool], read_runs: dict[tuple[int, int], list[_Entry]]
+    ) -> list[list[_Entry]]:
         """A dense bucket's readable per-mode lists that this scan has not read already.
 
         Model names reduce to several gateway keys whose buckets often hold the very same
@@ -422,9 +440,22 @@ class _Partition(_Rewind):
             # (the cached value holds the scope, so its id cannot be reused).
             cached = self._placements.get(id(y.scope))
             if cached is None or cached[0] != version:
-                times = sorted({t for table in (topology.pod_nodes, topology.pod_gpus) for t in table.get(pod, {}).values()})
-                cached = (version, topology.latest_since(pod),
-                          topology.nodes(y.scope, float("inf")), topology.gpus(y.scope, float("inf")), times, {}, y.scope)
+                times = sorted(
+                    {
+                        t
+                        for table in (topology.pod_nodes, topology.pod_gpus)
+                        for t in table.get(pod, {}).values()
+                    }
+                )
+                cached = (
+                    version,
+                    topology.latest_since(pod),
+                    topology.nodes(y.scope, float("inf")),
+                    topology.gpus(y.scope, float("inf")),
+                    times,
+                    {},
+                    y.scope,
+                )
                 self._placements[id(y.scope)] = cached
             y.placement = cached
         if at >= cached[1]:
@@ -477,7 +508,10 @@ class _Partition(_Rewind):
                 rel = relations(change.scope, y.scope, change.nodes, y.nodes, change.gpus, y.gpus)
                 if not in_change_scope(change.scope, y.scope, y.nodes, rel):
                     continue
-                rule = next((rule_id for rule_id, max_lag, _ in rules.get(("change", y.mode), ()) if lag <= max_lag), None)
+                rule = next(
+                    (rule_id for rule_id, max_lag, _ in rules.get(("change", y.mode), ()) if lag <= max_lag),
+                    None,
+                )
                 if rule is not None:
                     change.edges.append(_edge(change, y, rule, lag, "in_change_scope"))
                     found[id(y)] = y

@@ -5,12 +5,13 @@ last yet may be the cause, and an unrelated alert that happened to fire first ex
 So candidates are ranked by how much of the incident they explain through causal edges, then
 by how deep their failure mode sits, and only then by time.
 """
+
 from __future__ import annotations
 
 import heapq
+from collections.abc import Callable
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Callable
 
 from correlate.catalog import Catalog
 from correlate.results import Edge, Member, RootCandidate
@@ -49,7 +50,9 @@ def rank(members: list[Member], edges: list[Edge], links: list[tuple[str, str]],
     # Members are numbered by their position (onset order): the graph work runs on lists and
     # ints, which big incidents rebuilt on every update need.
     order = {m.key: i for i, m in enumerate(members)}
-    return rank_numbered(members, _Graph(members, edges, order), [(order[a], order[b]) for a, b in links], catalog)
+    return rank_numbered(
+        members, _Graph(members, edges, order), [(order[a], order[b]) for a, b in links], catalog
+    )
 
 
 def _rank_only(only: Member, catalog: Catalog) -> Ranked:
@@ -58,7 +61,9 @@ def _rank_only(only: Member, catalog: Catalog) -> Ranked:
     return Ranked((), (only.key,), (RootCandidate(only.key, round(min(1.0, 0.5 * score + 0.5), 3), text),))
 
 
-def rank_numbered(members: list[Member], graph: "_Graph", links: list[tuple[int, int]], catalog: Catalog) -> Ranked:
+def rank_numbered(
+    members: list[Member], graph: _Graph, links: list[tuple[int, int]], catalog: Catalog
+) -> Ranked:
     """rank() of members numbered by position, with edges and links as member numbers (as the
     engine holds them): an edge's `Edge` is asked of the graph only when shown."""
     if len(members) == 1:
@@ -82,7 +87,11 @@ def rank_numbered(members: list[Member], graph: "_Graph", links: list[tuple[int,
         reach = reach_of.count_index(i)
         coverage = reach / total_others if len(members) > 1 else 1.0
         is_source = i not in caused
-        score = COVERAGE_WEIGHT * coverage + DEPTH_WEIGHT * (member.depth / 100.0) + (SOURCE_WEIGHT if is_source else 0.0)
+        score = (
+            COVERAGE_WEIGHT * coverage
+            + DEPTH_WEIGHT * (member.depth / 100.0)
+            + (SOURCE_WEIGHT if is_source else 0.0)
+        )
         if not is_source:
             score *= NON_SOURCE_PENALTY
         scored.append((score, -i, member.key, reach))
@@ -91,14 +100,22 @@ def rank_numbered(members: list[Member], graph: "_Graph", links: list[tuple[int,
     total_score = sum(s for s, *_ in top) or 1.0
     by_key = {m.key: m for m in members}
     outgoing = _outgoing_of({-negative for _, negative, _, _ in top}, members, graph)
-    through = _kin_explaining({-negative for _, negative, key, reach in top if reach and key not in outgoing},
-                              members, graph, links)
+    through = _kin_explaining(
+        {-negative for _, negative, key, reach in top if reach and key not in outgoing}, members, graph, links
+    )
     candidates = tuple(
         RootCandidate(
             alert_key=key,
             confidence=round(min(1.0, 0.5 * score + 0.5 * score / total_score), 3),
-            explanation=explain(by_key[key], outgoing.get(key, []), by_key, reach, len(members), catalog,
-                                through=through.get(key)),
+            explanation=explain(
+                by_key[key],
+                outgoing.get(key, []),
+                by_key,
+                reach,
+                len(members),
+                catalog,
+                through=through.get(key),
+            ),
         )
         for score, _, key, reach in top
     )
@@ -123,8 +140,9 @@ class _Graph:
         self.edge = edges.__getitem__
 
 
-
-def numbered_edges(causes: list[int], effects: list[int], lags: list[float], edge: Callable[[int], Edge]) -> _Graph:
+def numbered_edges(
+    causes: list[int], effects: list[int], lags: list[float], edge: Callable[[int], Edge]
+) -> _Graph:
     """An incident's edges for `rank_numbered`: cause and effect member numbers, lags, and how to
     make the n-th edge's `Edge` when it is shown."""
     graph = _Graph.__new__(_Graph)
@@ -141,8 +159,9 @@ def _outgoing_of(starts: set[int], members: list[Member], graph: _Graph) -> dict
     return outgoing
 
 
-def _kin_explaining(starts: set[int], members: list[Member], graph: _Graph,
-                    links: list[tuple[int, int]]) -> dict[str, tuple[Member, list[Edge]]]:
+def _kin_explaining(
+    starts: set[int], members: list[Member], graph: _Graph, links: list[tuple[int, int]]
+) -> dict[str, tuple[Member, list[Edge]]]:
     """For candidates with no causal edge of their own that still explain others: the earliest
     member of their same-trouble component (the same failure on a sibling, say) that has one, with
     its edges. The candidate is explained through it rather than as linked to nothing."""
@@ -156,7 +175,9 @@ def _kin_explaining(starts: set[int], members: list[Member], graph: _Graph,
     kin_of: dict[int, int] = {}
     for start in starts:
         component = _linked_to(start, neighbours)
-        kin = min((n for n in component if n in causes and n != start), default=None)  # members are in onset order
+        kin = min(
+            (n for n in component if n in causes and n != start), default=None
+        )  # members are in onset order
         if kin is not None:
             kin_of[start] = kin
     if not kin_of:
@@ -176,7 +197,9 @@ def _linked_to(start: int, neighbours: dict[int, list[int]]) -> set[int]:
     return seen
 
 
-def _reach(start: str, outgoing: dict[str, list[Edge]], neighbours: dict[str, list[str]], by_key: dict[str, Member]) -> int:
+def _reach(
+    start: str, outgoing: dict[str, list[Edge]], neighbours: dict[str, list[str]], by_key: dict[str, Member]
+) -> int:
     """Alerts explained by `start`: along causal edges, and across same-trouble links of one mode."""
     seen = {start}
     stack = [start]
@@ -208,7 +231,7 @@ class _Reachability:
         self.order = order
 
     @classmethod
-    def of_graph(cls, members: list[Member], graph: _Graph, links: list[tuple[int, int]]) -> "_Reachability":
+    def of_graph(cls, members: list[Member], graph: _Graph, links: list[tuple[int, int]]) -> _Reachability:
         reach = cls.__new__(cls)
         reach._condense(members, graph, links)
         return reach
@@ -291,7 +314,9 @@ def _best_incoming(graph: _Graph, depth: list[int]) -> tuple[Edge, ...]:
         elif abs(lag) != abs(held_lag):
             better = abs(lag) < abs(held_lag)
         else:
-            better = _directness(edge(number), depth[causes[number]]) < _directness(edge(held), depth[causes[held]])
+            better = _directness(edge(number), depth[causes[number]]) < _directness(
+                edge(held), depth[causes[held]]
+            )
         if better:
             best[effect] = number
     return tuple([edge(best[i]) for i in sorted(best)])
@@ -354,12 +379,23 @@ def _lag_words(seconds: float) -> str:
     return f"{round(seconds)} s"
 
 
-def explain(root: Member, outgoing: list[Edge], by_key: dict[str, Member], reach: int, size: int, catalog: Catalog,
-            through: tuple[Member, list[Edge]] | None = None) -> str:
+def explain(
+    root: Member,
+    outgoing: list[Edge],
+    by_key: dict[str, Member],
+    reach: int,
+    size: int,
+    catalog: Catalog,
+    through: tuple[Member, list[Edge]] | None = None,
+) -> str:
     """One sentence naming the rule, in the words an on-call engineer would use. `through`: the
     member of the root's same trouble whose edges explain what the root itself has no edge to."""
-    label = catalog.modes[root.failure_mode].label if root.failure_mode in catalog.modes else root.failure_mode
-    cause_words = f"{label} ({root.alertname or root.key}) on {root.scope.describe()} from {_clock(root.onset)}"
+    label = (
+        catalog.modes[root.failure_mode].label if root.failure_mode in catalog.modes else root.failure_mode
+    )
+    cause_words = (
+        f"{label} ({root.alertname or root.key}) on {root.scope.describe()} from {_clock(root.onset)}"
+    )
     if size == 1:
         return f"{root.alertname or root.key} on {root.scope.describe()} from {_clock(root.onset)} is this incident's only alert ({label})."
     if not outgoing and through is not None:
@@ -367,16 +403,22 @@ def explain(root: Member, outgoing: list[Edge], by_key: dict[str, Member], reach
         edge = min(kin_edges, key=lambda e: (by_key[e.effect].onset, e.effect))
         effect = by_key[edge.effect]
         relation = RELATION_WORDS.get(edge.relation, edge.relation.replace("_", " "))
-        return (f"{cause_words} is the same trouble as {kin.alertname or kin.key} on {kin.scope.describe()} from "
-                f"{_clock(kin.onset)}, which {effect.alertname or effect.key} on {effect.scope.describe()} at "
-                f"{_clock(effect.starts_at)} followed (rule {edge.rule}, lag {_lag_words(edge.lag_seconds)}, {relation}); "
-                f"it explains {reach} of the other {size - 1} alert(s).")
+        return (
+            f"{cause_words} is the same trouble as {kin.alertname or kin.key} on {kin.scope.describe()} from "
+            f"{_clock(kin.onset)}, which {effect.alertname or effect.key} on {effect.scope.describe()} at "
+            f"{_clock(effect.starts_at)} followed (rule {edge.rule}, lag {_lag_words(edge.lag_seconds)}, {relation}); "
+            f"it explains {reach} of the other {size - 1} alert(s)."
+        )
     if not outgoing:
-        return (f"{cause_words} shares scope and time with the rest of the incident, "
-                f"but no causal rule links it to the other {size - 1} alert(s).")
+        return (
+            f"{cause_words} shares scope and time with the rest of the incident, "
+            f"but no causal rule links it to the other {size - 1} alert(s)."
+        )
     edge = min(outgoing, key=lambda e: (by_key[e.effect].onset, e.effect))
     effect = by_key[edge.effect]
     relation = RELATION_WORDS.get(edge.relation, edge.relation.replace("_", " "))
-    return (f"{effect.alertname or effect.key} on {effect.scope.describe()} at {_clock(effect.starts_at)} followed "
-            f"{cause_words} (rule {edge.rule}, lag {_lag_words(edge.lag_seconds)}, {relation}); "
-            f"it explains {reach} of the other {size - 1} alert(s).")
+    return (
+        f"{effect.alertname or effect.key} on {effect.scope.describe()} at {_clock(effect.starts_at)} followed "
+        f"{cause_words} (rule {edge.rule}, lag {_lag_words(edge.lag_seconds)}, {relation}); "
+        f"it explains {reach} of the other {size - 1} alert(s)."
+    )

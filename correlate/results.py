@@ -3,6 +3,7 @@
 Decisions name alerts by occurrence key (`Alert.key`), not incidents, because the engine's
 incidents are recomputed from alerts and have no identity of their own beyond their members.
 """
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -84,7 +85,9 @@ class Incident:
     root_candidates: tuple[RootCandidate, ...]
     started_at: datetime
     ended_at: datetime | None
-    ranked: bool = True  # False: ranking held back (`Correlator.add_many`'s rank_if), so no edges, chain or roots
+    ranked: bool = (
+        True  # False: ranking held back (`Correlator.add_many`'s rank_if), so no edges, chain or roots
+    )
 
     @property
     def alert_keys(self) -> tuple[str, ...]:

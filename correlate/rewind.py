@@ -1,6 +1,7 @@
 """A late alert's replay: a cluster rolls back to where the alert belongs and replays what
 follows, linking again only what the new alert can change (`_Rewind`, the partition's undo,
 unindex and relink; `_Replay`, which entries must be linked again)."""
+
 from __future__ import annotations
 
 import bisect
@@ -34,7 +35,9 @@ class _Rewind:
         first = len(self.entries)
         if self._link_changes_nothing(pod, kind, value, since):
             return first
-        buckets = [("pod", pod), (kind, value)] + [("pod", other) for other in self.topology.pods_on(kind, value, float("inf"))]
+        buckets = [("pod", pod), (kind, value)] + [
+            ("pod", other) for other in self.topology.pods_on(kind, value, float("inf"))
+        ]
         for index_key in buckets:
             bucket = self.index.get(index_key)
             if bucket:
@@ -78,7 +81,10 @@ class _Rewind:
         for entry in reversed(bucket):
             if entry.t < valid_from:
                 break
-            entry.nodes, entry.gpus = self.topology.nodes(entry.scope, entry.t), self.topology.gpus(entry.scope, entry.t)
+            entry.nodes, entry.gpus = (
+                self.topology.nodes(entry.scope, entry.t),
+                self.topology.gpus(entry.scope, entry.t),
+            )
         return True
 
     def signature(self, entry: _Entry) -> tuple:
@@ -199,7 +205,7 @@ class _Rewind:
             if at < len(same_mode):
                 del same_mode[at:]
                 del same_mode.starts[at:]
-                del same_mode.sources[bisect.bisect_left(same_mode.sources, at):]
+                del same_mode.sources[bisect.bisect_left(same_mode.sources, at) :]
                 if not same_mode:
                     del modes[mode_id]
         if not modes:
@@ -256,8 +262,20 @@ class _Replay:
     signature from before the rollback noted in `Correlator.signatures_before` for `add_many` to compare.
     """
 
-    __slots__ = ("partition", "repeatable", "old_root", "old_members", "old_groups", "tainted", "hot", "tainted_upto",
-                 "change_reach", "relink_all", "before", "cut")
+    __slots__ = (
+        "partition",
+        "repeatable",
+        "old_root",
+        "old_members",
+        "old_groups",
+        "tainted",
+        "hot",
+        "tainted_upto",
+        "change_reach",
+        "relink_all",
+        "before",
+        "cut",
+    )
 
     def __init__(self, partition: _Partition, suffix: list[_Entry], touched: list[_Entry]) -> None:
         self.partition = partition
@@ -279,7 +297,9 @@ class _Replay:
                     members = self.old_members[root] = group[4][:]
                     self.old_groups[root] = (len(members), group[0], group[2], group[3], members[0].key)
         self.tainted: set[_Entry] = set()
-        self.cut: set[tuple[str, str]] = set()  # buckets cut back to a re-linked alert's place (see _rollback_groups)
+        self.cut: set[tuple[str, str]] = (
+            set()
+        )  # buckets cut back to a re-linked alert's place (see _rollback_groups)
         self.hot: set[tuple[str, str]] = set()  # buckets holding a tainted alert
         self.tainted_upto: dict[str, int] = {}  # group root -> how many of its members are tainted
         # A tainted group this big is a storm's, which nearly every alert after it reads: keeping

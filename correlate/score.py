@@ -3,18 +3,25 @@
 Without --pred the engine is run on ALERTS (and the changes); with it, the given prediction
 (in truth.json's shape, as `python -m correlate` prints) is scored instead.
 """
+
 from __future__ import annotations
 
 import argparse
 import json
 import sys
-from typing import Sequence
+from collections.abc import Sequence
 
-from correlate.catalog import load_catalog
 from correlate.batch import correlate
+from correlate.catalog import load_catalog
 from correlate.io import read_alerts
-from correlate.scoring import (alertmanager_anchor, format_table, grouping_from_document,
-                               grouping_from_incidents, keep_anchor, score)
+from correlate.scoring import (
+    alertmanager_anchor,
+    format_table,
+    grouping_from_document,
+    grouping_from_incidents,
+    keep_anchor,
+    score,
+)
 
 
 def main(argv: Sequence[str] | None = None) -> int:

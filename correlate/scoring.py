@@ -4,11 +4,13 @@ Two anchors give the figures meaning: Alertmanager-style grouping by alertname+c
 Keep-style 15-minute window per cluster, each naming its earliest alert as root. Anything the
 engine claims is only worth what it adds over those.
 """
+
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from datetime import datetime, timedelta
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from correlate.events import Alert
 from correlate.io import parse_time
@@ -108,9 +110,16 @@ def root_top1(truth_doc: Mapping[str, Any], predicted: Grouping) -> float:
     hits = 0
     for incident in incidents:
         members = frozenset(_occ(a) for a in incident.get("alerts", []))
-        best = max(range(len(predicted.groups)), default=None,
-                   key=lambda j: (len(members & predicted.groups[j]), -len(predicted.groups[j])))
-        if best is not None and members & predicted.groups[best] and predicted.roots[best] == _occ(incident["root"]):
+        best = max(
+            range(len(predicted.groups)),
+            default=None,
+            key=lambda j: (len(members & predicted.groups[j]), -len(predicted.groups[j])),
+        )
+        if (
+            best is not None
+            and members & predicted.groups[best]
+            and predicted.roots[best] == _occ(incident["root"])
+        ):
             hits += 1
     return hits / len(incidents)
 
@@ -156,11 +165,15 @@ def keep_anchor(alerts: Iterable[Alert], window: timedelta = timedelta(minutes=1
 def score(method: str, truth_doc: Mapping[str, Any], predicted: Grouping) -> Score:
     truth = grouping_from_document(truth_doc)
     precision, recall, f1 = pairwise(truth, predicted)
-    return Score(method, precision, recall, f1, root_top1(truth_doc, predicted), len(truth_doc.get("incidents", [])))
+    return Score(
+        method, precision, recall, f1, root_top1(truth_doc, predicted), len(truth_doc.get("incidents", []))
+    )
 
 
 def format_table(scores: Sequence[Score]) -> str:
     lines = ["method              precision  recall  pairwise_f1  root_top1  true_incidents"]
     for s in scores:
-        lines.append(f"{s.method:<19} {s.precision:9.3f} {s.recall:7.3f} {s.f1:12.3f} {s.root_top1:10.3f} {s.incidents:15d}")
+        lines.append(
+            f"{s.method:<19} {s.precision:9.3f} {s.recall:7.3f} {s.f1:12.3f} {s.root_top1:10.3f} {s.incidents:15d}"
+        )
     return "\n".join(lines)

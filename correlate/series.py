@@ -6,12 +6,13 @@ it only once it is back beyond the line by a margin, and either move must hold f
 dwell; the crossing is dated at the first sample of the run that held. Pure Python: the evidence
 layer turns stored rows into `Series` and keeps what comes out.
 """
+
 from __future__ import annotations
 
 import math
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from datetime import datetime, timezone
-from typing import Iterable, Mapping, Sequence
+from datetime import UTC, datetime
 
 from correlate.catalog import Band
 
@@ -96,8 +97,9 @@ def _released(band: Band, value: float, line: float, margin: float) -> bool:
     return value < line - slack if band.direction == "above" else value > line + slack
 
 
-def _trigger_flips(band: Band, line: float, points: Sequence[tuple[float, float]], hysteresis: Hysteresis
-                   ) -> list[tuple[float, bool, float]]:
+def _trigger_flips(
+    band: Band, line: float, points: Sequence[tuple[float, float]], hysteresis: Hysteresis
+) -> list[tuple[float, bool, float]]:
     """(time, now_beyond, value) each time the Schmitt trigger on `line` flips."""
     flips: list[tuple[float, bool, float]] = []
     state = False
@@ -136,13 +138,15 @@ def crossings(series: Series, band: Band, hysteresis: Hysteresis = Hysteresis())
         now = RED if active[RED] else YELLOW if active[YELLOW] else GREEN
         if now != current:
             crossed = band.red if RED in (now, current) else line
-            result.append(Crossing(series.id, series.signal, _utc(t), current, now, value, crossed, series.labels))
+            result.append(
+                Crossing(series.id, series.signal, _utc(t), current, now, value, crossed, series.labels)
+            )
             current = now
     return result
 
 
 def _utc(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, tz=timezone.utc)
+    return datetime.fromtimestamp(seconds, tz=UTC)
 
 
 def _pods(labels: Mapping[str, str]) -> set[str]:
@@ -183,7 +187,9 @@ def banded(series: Sequence[Series], bands: Mapping[str, Band]) -> dict[int | st
     return result
 
 
-def all_crossings(series: Iterable[Series], bands: Mapping[str, Band], hysteresis: Hysteresis = Hysteresis()) -> list[Crossing]:
+def all_crossings(
+    series: Iterable[Series], bands: Mapping[str, Band], hysteresis: Hysteresis = Hysteresis()
+) -> list[Crossing]:
     """Crossings of every judged series, in time order."""
     series = list(series)
     judged = banded(series, bands)

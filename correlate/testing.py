@@ -1,14 +1,15 @@
 """Small builders of alerts for tests, notebooks and benchmarks (no fixtures, no Django)."""
+
 from __future__ import annotations
 
 import hashlib
-from datetime import datetime, timedelta, timezone
-from typing import Mapping
+from collections.abc import Mapping
+from datetime import UTC, datetime, timedelta
 from urllib.parse import quote_plus
 
 from correlate.events import FIRING, RESOLVED, Alert, change_labels, event_fingerprint
 
-BASE_DAY = datetime(2026, 3, 14, tzinfo=timezone.utc)
+BASE_DAY = datetime(2026, 3, 14, tzinfo=UTC)
 
 
 def clock(hhmm: str, day: datetime = BASE_DAY) -> datetime:
@@ -46,7 +47,9 @@ def make_alert(
     )
 
 
-def make_change(summary: str, at: datetime | str, *, source: str = "argocd", component: str = "", **details: str) -> Alert:
+def make_change(
+    summary: str, at: datetime | str, *, source: str = "argocd", component: str = "", **details: str
+) -> Alert:
     """A change event as the app stores it: a resolved process/change occurrence at its time."""
     when = clock(at) if isinstance(at, str) else at
     labels = change_labels({**details, "source": source, "alertname": details.get("alertname", summary)})

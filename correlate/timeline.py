@@ -1,27 +1,38 @@
 """An incident's timeline rebuilt from its evidence: alerts firing and resolving, threshold
 crossings, what people did, and changes, in time order, each naming its source; and the
 durations (detect, acknowledge, mitigate, resolve) read off it."""
+
 from __future__ import annotations
 
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 from correlate.catalog import Band
 from correlate.series import RED, Crossing
 
 # Which layer a band's signal belongs to (the catalog's bands carry no layer).
 BAND_LAYERS = {
-    "kv_pool_usage": "engine", "framebuffer_headroom": "hardware", "framebuffer_ratio": "hardware",
-    "kv_fragmentation": "engine", "queue_wait": "engine", "batch_fill": "engine", "spec_acceptance": "engine",
-    "ttft_p99": "serving", "tpot_p99": "serving", "itl_jitter": "serving",
+    "kv_pool_usage": "engine",
+    "framebuffer_headroom": "hardware",
+    "framebuffer_ratio": "hardware",
+    "kv_fragmentation": "engine",
+    "queue_wait": "engine",
+    "batch_fill": "engine",
+    "spec_acceptance": "engine",
+    "ttft_p99": "serving",
+    "tpot_p99": "serving",
+    "itl_jitter": "serving",
 }
 # Kinds in the contract; `note` is an action of its own kind.
 KIND_ORDER = {"change": 0, "threshold": 1, "alert_fired": 2, "action": 3, "note": 3, "alert_resolved": 4}
 PAST = {"acknowledge": "acknowledged", "mitigate": "mitigated", "resolve": "resolved", "reopen": "reopened"}
 DEGRADE_WORDS = {
-    "L1": "L1: speculative decoding disabled", "L2": "L2: very long requests (> 16K) rejected",
-    "L3": "L3: switched to a small-model replica", "none": "degradation lifted",
+    "L1": "L1: speculative decoding disabled",
+    "L2": "L2: very long requests (> 16K) rejected",
+    "L3": "L3: switched to a small-model replica",
+    "none": "degradation lifted",
 }
 
 
@@ -47,7 +58,18 @@ class AlertFact:
 
     @property
     def where(self) -> str:
-        for key in ("exported_pod", "pod", "node", "Hostname", "hostname", "instance", "model_name", "model", "service", "namespace"):
+        for key in (
+            "exported_pod",
+            "pod",
+            "node",
+            "Hostname",
+            "hostname",
+            "instance",
+            "model_name",
+            "model",
+            "service",
+            "namespace",
+        ):
             if self.labels.get(key):
                 return str(self.labels[key])
         return ""
@@ -84,8 +106,14 @@ class Item:
     alert_id: int | None = None
 
     def as_dict(self) -> dict[str, Any]:
-        item: dict[str, Any] = {"at": self.at, "kind": self.kind, "layer": self.layer, "title": self.title,
-                                "detail": self.detail, "source": self.source}
+        item: dict[str, Any] = {
+            "at": self.at,
+            "kind": self.kind,
+            "layer": self.layer,
+            "title": self.title,
+            "detail": self.detail,
+            "source": self.source,
+        }
         if self.kind == "threshold":
             item.update(signal=self.signal, band=self.band, value=self.value)
         if self.kind in ("action", "note"):
@@ -103,8 +131,12 @@ class Durations:
     resolve_s: float | None
 
     def as_dict(self) -> dict[str, float | None]:
-        return {"detect_s": self.detect_s, "acknowledge_s": self.acknowledge_s,
-                "mitigate_s": self.mitigate_s, "resolve_s": self.resolve_s}
+        return {
+            "detect_s": self.detect_s,
+            "acknowledge_s": self.acknowledge_s,
+            "mitigate_s": self.mitigate_s,
+            "resolve_s": self.resolve_s,
+        }
 
 
 def _fmt(value: float, unit: str) -> str:
@@ -118,27 +150,77 @@ def _fmt(value: float, unit: str) -> str:
 def threshold_item(crossing: Crossing, band: Band | None) -> Item:
     title_of = band.title.split(" (")[0] if band else crossing.signal
     unit = band.unit if band else ""
-    where = next((crossing.labels[k] for k in ("exported_pod", "pod", "Hostname", "hostname", "node", "gpu") if crossing.labels.get(k)), "")
+    where = next(
+        (
+            crossing.labels[k]
+            for k in ("exported_pod", "pod", "Hostname", "hostname", "node", "gpu")
+            if crossing.labels.get(k)
+        ),
+        "",
+    )
     verb = "entered" if crossing.worse else "back to"
     title = f"{title_of} {verb} {crossing.to} ({_fmt(crossing.value, unit)})"
     line = "crossed" if crossing.worse else "left"
-    detail = f"{line} the {_fmt(crossing.line, unit)} line" + (f" on {where}" if where else "") + f"; was {crossing.previous}"
-    return Item(crossing.at, "threshold", BAND_LAYERS.get(crossing.signal, "unknown"), title, detail, "metrics",
-                ("threshold", crossing.id), signal=crossing.signal, band=crossing.to, value=crossing.value)
+    detail = (
+        f"{line} the {_fmt(crossing.line, unit)} line"
+        + (f" on {where}" if where else "")
+        + f"; was {crossing.previous}"
+    )
+    return Item(
+        crossing.at,
+        "threshold",
+        BAND_LAYERS.get(crossing.signal, "unknown"),
+        title,
+        detail,
+        "metrics",
+        ("threshold", crossing.id),
+        signal=crossing.signal,
+        band=crossing.to,
+        value=crossing.value,
+    )
 
 
 def alert_items(alert: AlertFact) -> list[Item]:
     layer = alert.layer or ("process" if alert.kind == "change" else "unknown")
     if alert.kind == "change":
-        return [Item(alert.starts_at, "change", "process", alert.summary or alert.alertname, _change_detail(alert), alert.source,
-                     ("change", alert.id))]
+        return [
+            Item(
+                alert.starts_at,
+                "change",
+                "process",
+                alert.summary or alert.alertname,
+                _change_detail(alert),
+                alert.source,
+                ("change", alert.id),
+            )
+        ]
     where = f" on {alert.where}" if alert.where else ""
     detail = alert.summary + (" (judged false positive)" if alert.false_positive else "")
-    items = [Item(alert.starts_at, "alert_fired", layer, f"{alert.alertname} fired{where}", detail, alert.source, ("alert", alert.id),
-                  alert_id=alert.id)]
+    items = [
+        Item(
+            alert.starts_at,
+            "alert_fired",
+            layer,
+            f"{alert.alertname} fired{where}",
+            detail,
+            alert.source,
+            ("alert", alert.id),
+            alert_id=alert.id,
+        )
+    ]
     if alert.status == "resolved" and alert.ends_at is not None:
-        items.append(Item(alert.ends_at, "alert_resolved", layer, f"{alert.alertname} resolved{where}", "", alert.source,
-                          ("alert", alert.id), alert_id=alert.id))
+        items.append(
+            Item(
+                alert.ends_at,
+                "alert_resolved",
+                layer,
+                f"{alert.alertname} resolved{where}",
+                "",
+                alert.source,
+                ("alert", alert.id),
+                alert_id=alert.id,
+            )
+        )
     return items
 
 
@@ -166,20 +248,45 @@ def action_item(action: ActionFact, alerts: Mapping[int, AlertFact]) -> Item:
         elif action.action == "severity":
             title = f"{who} set severity {body.get('level', '')}"
         elif action.action == "merge":
-            title = f"{who} merged" + (f" into #{body['into']}" if body.get("into") else f" #{body['from']} into this" if body.get("from") else "")
+            title = f"{who} merged" + (
+                f" into #{body['into']}"
+                if body.get("into")
+                else f" #{body['from']} into this"
+                if body.get("from")
+                else ""
+            )
         elif action.action == "split":
             title = f"{who} split off {len(body.get('alert_ids') or [])} alert(s)"
         elif action.action == "exclude_alert":
             title = f"{who} excluded {alert.alertname if alert else 'an alert'} from the incident"
         else:
             title = f"{who} {PAST.get(action.action, verb)}"
-        detail = f"{alert.alertname} on {alert.where}" if alert and alert.where else (alert.alertname if alert else "")
-    return Item(action.at, kind, "process", title, detail, "people", ("action", action.id),
-                action=action.action, by=action.by, alert_id=action.alert_id)
+        detail = (
+            f"{alert.alertname} on {alert.where}"
+            if alert and alert.where
+            else (alert.alertname if alert else "")
+        )
+    return Item(
+        action.at,
+        kind,
+        "process",
+        title,
+        detail,
+        "people",
+        ("action", action.id),
+        action=action.action,
+        by=action.by,
+        alert_id=action.alert_id,
+    )
 
 
-def build_timeline(*, alerts: Iterable[AlertFact], crossings: Iterable[Crossing], actions: Iterable[ActionFact],
-                   bands: Mapping[str, Band]) -> list[Item]:
+def build_timeline(
+    *,
+    alerts: Iterable[AlertFact],
+    crossings: Iterable[Crossing],
+    actions: Iterable[ActionFact],
+    bands: Mapping[str, Band],
+) -> list[Item]:
     alerts = list(alerts)
     by_id = {alert.id: alert for alert in alerts}
     items = [item for alert in alerts for item in alert_items(alert)]
@@ -188,8 +295,14 @@ def build_timeline(*, alerts: Iterable[AlertFact], crossings: Iterable[Crossing]
     return sorted(items, key=lambda i: (i.at, KIND_ORDER.get(i.kind, 9), str(i.ref[1])))
 
 
-def durations(*, alerts: Sequence[AlertFact], crossings: Sequence[Crossing], acknowledged_at: datetime | None,
-              mitigated_at: datetime | None, resolved_at: datetime | None) -> Durations:
+def durations(
+    *,
+    alerts: Sequence[AlertFact],
+    crossings: Sequence[Crossing],
+    acknowledged_at: datetime | None,
+    mitigated_at: datetime | None,
+    resolved_at: datetime | None,
+) -> Durations:
     """Detection runs from the first red crossing or the first alert, whichever came first, to
     the first alert (changes are not detections). Acknowledge, mitigate and resolve are timed
     from the same onset, so a late alert shows in all of them."""
@@ -201,4 +314,11 @@ def durations(*, alerts: Sequence[AlertFact], crossings: Sequence[Crossing], ack
     def since(moment: datetime | None) -> float | None:
         return round((moment - onset).total_seconds(), 3) if moment and onset else None
 
-    return Durations(onset, first_alert, since(first_alert), since(acknowledged_at), since(mitigated_at), since(resolved_at))
+    return Durations(
+        onset,
+        first_alert,
+        since(first_alert),
+        since(acknowledged_at),
+        since(mitigated_at),
+        since(resolved_at),
+    )

@@ -4,10 +4,11 @@ A rule over a wide window (`avg_over_time(x[15m])`) or described as sustained ("
 minutes") fires well after its condition began; reasoning about causes by `startsAt` alone
 would make such slow alerts look like effects of what they caused.
 """
+
 from __future__ import annotations
 
 import re
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from functools import lru_cache
 
 from correlate.classify import rule_expressions
@@ -17,23 +18,37 @@ MIN_COUNTED_WINDOW = timedelta(minutes=6)
 MAX_LOOKBACK = timedelta(hours=1)
 _UNIT_SECONDS = {"s": 1, "m": 60, "h": 3600, "d": 86400}
 _WINDOW = re.compile(r"\[\s*(\d+)\s*([smhd])\s*(?::[^\]]*)?\]")
-_EVENT_FUNCTIONS = frozenset({"increase", "changes", "resets", "max_over_time", "count_over_time",
-                              "present_over_time", "last_over_time", "delta", "idelta", "irate"})
+_EVENT_FUNCTIONS = frozenset(
+    {
+        "increase",
+        "changes",
+        "resets",
+        "max_over_time",
+        "count_over_time",
+        "present_over_time",
+        "last_over_time",
+        "delta",
+        "idelta",
+        "irate",
+    }
+)
 _PROSE = re.compile(
     r"\b(?:for|over|during|within|across|in|sustained(?:\s+for)?|lasting)\s+(?:the\s+)?(?:last\s+|past\s+|previous\s+|at\s+least\s+|more\s+than\s+)?"
     r"(\d+)[\s-]*(s|sec|secs|seconds?|m|min|mins|minutes?|h|hr|hrs|hours?)\b",
     re.IGNORECASE,
 )
-_PROSE_WINDOW = re.compile(r"\b(\d+)[\s-]*(m|min|minutes?|h|hours?)[\s-]+(?:window|average|avg|rolling)\b", re.IGNORECASE)
+_PROSE_WINDOW = re.compile(
+    r"\b(\d+)[\s-]*(m|min|minutes?|h|hours?)[\s-]+(?:window|average|avg|rolling)\b", re.IGNORECASE
+)
 _BRACKET = re.compile(r"\[\s*(\d+)\s*([smhd])\s*\]")
 _FOR_KEYS = ("for", "window", "duration", "pending_for")
 
 
 def as_utc(moment: datetime) -> datetime:
     tz = moment.tzinfo
-    if tz is timezone.utc:
+    if tz is UTC:
         return moment  # what astimezone(timezone.utc) returns for it too
-    return moment.replace(tzinfo=timezone.utc) if moment.tzinfo is None else moment.astimezone(timezone.utc)
+    return moment.replace(tzinfo=UTC) if moment.tzinfo is None else moment.astimezone(UTC)
 
 
 def lookback(alert: Alert) -> timedelta:

@@ -4,43 +4,134 @@ Labels name the same thing many ways (`pod`, `exported_pod`, `kubernetes_pod_nam
 DCGM alert's `pod` may be the exporter's own pod rather than the workload's; this module turns
 labels into one scope and learns pod->node and pod->GPU links from alerts that carry both.
 """
+
 from __future__ import annotations
 
 import re
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
-from typing import Iterable, Mapping
 
 POD_KEYS = ("exported_pod", "pod", "kubernetes_pod_name", "pod_name", "k8s_pod_name")
 # Argo CD's notifications name where an application is deployed `destination_name` (the cluster,
 # as registered in Argo CD) and `destination_namespace`.
-NAMESPACE_KEYS = ("exported_namespace", "namespace", "kubernetes_namespace", "k8s_namespace_name", "destination_namespace")
-NODE_KEYS = ("node", "Hostname", "hostname", "kubernetes_node", "node_name", "nodename", "k8s_node_name", "host")
+NAMESPACE_KEYS = (
+    "exported_namespace",
+    "namespace",
+    "kubernetes_namespace",
+    "k8s_namespace_name",
+    "destination_namespace",
+)
+NODE_KEYS = (
+    "node",
+    "Hostname",
+    "hostname",
+    "kubernetes_node",
+    "node_name",
+    "nodename",
+    "k8s_node_name",
+    "host",
+)
 # target_model_name first: a gateway's `model_name` is the name clients ask for (an alias, an
 # objective), its `target_model_name` the model the engines serve.
 # LiteLLM's `litellm_model_name` is the deployment's model behind its public `model` alias.
-MODEL_KEYS = ("target_model_name", "litellm_model_name", "model", "model_name", "served_model_name", "model_id", "llm_model", "base_model")
+MODEL_KEYS = (
+    "target_model_name",
+    "litellm_model_name",
+    "model",
+    "model_name",
+    "served_model_name",
+    "model_id",
+    "llm_model",
+    "base_model",
+)
 # Triton's `model` label names the model repository entry, the same in every deployment.
-REPOSITORY_MODELS = frozenset({"ensemble", "tensorrt_llm", "tensorrt_llm_bls", "preprocessing", "postprocessing"})
+REPOSITORY_MODELS = frozenset(
+    {"ensemble", "tensorrt_llm", "tensorrt_llm_bls", "preprocessing", "postprocessing"}
+)
 # Directories an engine started without --served-model-name reports as its model (KServe's
 # /mnt/models, a Hugging Face cache): they name where weights live, not which model.
-_PATH_WORDS = frozenset({"mnt", "models", "model", "data", "weights", "checkpoints", "snapshots", "hub", "cache", ".cache",
-                         "huggingface", "hf", "root", "home", "opt", "workspace", "tmp", "var", "lib", "pvc", "volume", "storage"})
+_PATH_WORDS = frozenset(
+    {
+        "mnt",
+        "models",
+        "model",
+        "data",
+        "weights",
+        "checkpoints",
+        "snapshots",
+        "hub",
+        "cache",
+        ".cache",
+        "huggingface",
+        "hf",
+        "root",
+        "home",
+        "opt",
+        "workspace",
+        "tmp",
+        "var",
+        "lib",
+        "pvc",
+        "volume",
+        "storage",
+    }
+)
 _HEXISH = re.compile(r"^[0-9a-f]{12,64}$")
 GPU_INDEX_KEYS = ("gpu", "gpu_index", "minor_number")
 GPU_UUID_KEYS = ("UUID", "uuid", "gpu_uuid")
-DEPLOYMENT_KEYS = ("deployment", "statefulset", "workload", "leaderworkerset", "inferenceservice", "app_kubernetes_io_instance",
-                   "k8s_deployment_name", "k8s_statefulset_name", "serving_kserve_io_inferenceservice")
+DEPLOYMENT_KEYS = (
+    "deployment",
+    "statefulset",
+    "workload",
+    "leaderworkerset",
+    "inferenceservice",
+    "app_kubernetes_io_instance",
+    "k8s_deployment_name",
+    "k8s_statefulset_name",
+    "serving_kserve_io_inferenceservice",
+)
 # How CD tools name what they changed (Argo CD applications, Helm releases): read only for a scope
 # with no pod, model or route (a change event), where a team-wide `app` label cannot mislead.
-APPLICATION_KEYS = ("application", "argocd_application", "app", "app_kubernetes_io_name", "helm_release", "release")
+APPLICATION_KEYS = (
+    "application",
+    "argocd_application",
+    "app",
+    "app_kubernetes_io_name",
+    "helm_release",
+    "release",
+)
 # `exported_service` first: a proxy's metric naming its backend service (ingress-nginx) keeps that
 # label as `exported_service` when the scrape target's own `service` label is attached.
-ROUTE_KEYS = ("route", "httproute", "exported_service", "service", "destination_service_name", "destination_workload", "envoy_cluster_name",
-              "backend", "upstream", "inference_pool", "inferencepool", "pool", "server", "target")
-CLUSTER_KEYS = ("cluster", "k8s_cluster", "cluster_name", "kubernetes_cluster", "cluster_id", "k8s_cluster_name",
-                "destination_name")
-EXPORTER_POD = re.compile(r"(dcgm|exporter|kube-state-metrics|prometheus|node-exporter|cadvisor|otel|collector|vmagent|grafana-agent|alloy)", re.I)
+ROUTE_KEYS = (
+    "route",
+    "httproute",
+    "exported_service",
+    "service",
+    "destination_service_name",
+    "destination_workload",
+    "envoy_cluster_name",
+    "backend",
+    "upstream",
+    "inference_pool",
+    "inferencepool",
+    "pool",
+    "server",
+    "target",
+)
+CLUSTER_KEYS = (
+    "cluster",
+    "k8s_cluster",
+    "cluster_name",
+    "kubernetes_cluster",
+    "cluster_id",
+    "k8s_cluster_name",
+    "destination_name",
+)
+EXPORTER_POD = re.compile(
+    r"(dcgm|exporter|kube-state-metrics|prometheus|node-exporter|cadvisor|otel|collector|vmagent|grafana-agent|alloy)",
+    re.I,
+)
 _INGRESS_CONTROLLER = re.compile(r"ingress|haproxy|traefik|contour|kong|ambassador", re.I)
 _ROUTE_KINDS = frozenset({"httproute", "grpcroute", "tlsroute", "tcproute", "udproute"})
 # A host name that can be a node's: DNS labels, starting with a letter (an IP address cannot).
@@ -49,15 +140,55 @@ _HOST_NAME = re.compile(r"^[a-z][a-z0-9-]*(\.[a-z0-9][a-z0-9-]*)*$", re.I)
 _SERVICE_HOST = re.compile(r"(^|\.)(svc|cluster\.local|local|localhost|localdomain)(\.|$)", re.I)
 _SIZE_TOKEN = re.compile(r"^(\d+x)?\d+(\.\d+)?[bmk]$")
 _K8S_ALPHABET = "bcdfghjklmnpqrstvwxz2456789"
-_DEPLOYMENT_POD = re.compile(rf"^(?P<name>.+)-(?:(?=[a-z0-9]*\d)[a-z0-9]{{6,10}}|[{_K8S_ALPHABET}]{{6,10}})-[a-z0-9]{{5}}$")
+_DEPLOYMENT_POD = re.compile(
+    rf"^(?P<name>.+)-(?:(?=[a-z0-9]*\d)[a-z0-9]{{6,10}}|[{_K8S_ALPHABET}]{{6,10}})-[a-z0-9]{{5}}$"
+)
 _STATEFUL_POD = re.compile(r"^(?P<name>.+)-\d+$")
 _DAEMON_POD = re.compile(rf"^(?P<name>.+)-[{_K8S_ALPHABET}]{{5}}$")
-_GATEWAY_NOISE = frozenset({
-    "vllm", "sglang", "trtllm", "trt", "tgi", "triton", "svc", "service", "route", "router", "gateway",
-    "engine", "server", "serving", "predictor", "deployment", "inference", "pool", "default", "http",
-    "https", "backend", "api", "epp", "istio", "envoy", "outbound", "inbound", "cluster", "local",
-    "upstream", "llm", "lb", "ingress", "grpc", "openai", "worker", "decode", "prefill", "v1",
-})
+_GATEWAY_NOISE = frozenset(
+    {
+        "vllm",
+        "sglang",
+        "trtllm",
+        "trt",
+        "tgi",
+        "triton",
+        "svc",
+        "service",
+        "route",
+        "router",
+        "gateway",
+        "engine",
+        "server",
+        "serving",
+        "predictor",
+        "deployment",
+        "inference",
+        "pool",
+        "default",
+        "http",
+        "https",
+        "backend",
+        "api",
+        "epp",
+        "istio",
+        "envoy",
+        "outbound",
+        "inbound",
+        "cluster",
+        "local",
+        "upstream",
+        "llm",
+        "lb",
+        "ingress",
+        "grpc",
+        "openai",
+        "worker",
+        "decode",
+        "prefill",
+        "v1",
+    }
+)
 
 
 @dataclass(frozen=True)
@@ -86,7 +217,10 @@ class Scope:
         return "an unknown scope"
 
     def as_dict(self) -> dict[str, str]:
-        out = {k: getattr(self, k) for k in ("cluster", "namespace", "deployment", "model", "pod", "node", "route")}
+        out = {
+            k: getattr(self, k)
+            for k in ("cluster", "namespace", "deployment", "model", "pod", "node", "route")
+        }
         if self.gpus:
             out["gpu"] = ",".join(sorted(self.gpus))
         return {k: v for k, v in out.items() if v}
@@ -128,7 +262,11 @@ def gateway_key(name: str) -> str:
     text = re.sub(r"^https?://", "", text).split(":")[0]
     if "." in text and re.search(r"\.(svc|cluster|local)\b", text):
         text = text.split(".")[0]
-    tokens = [t for t in re.split(r"[^a-z0-9]+", text) if t and t not in _GATEWAY_NOISE and not (t.isdigit() and len(t) >= 3)]
+    tokens = [
+        t
+        for t in re.split(r"[^a-z0-9]+", text)
+        if t and t not in _GATEWAY_NOISE and not (t.isdigit() and len(t) >= 3)
+    ]
     return "-".join(tokens)
 
 
@@ -239,7 +377,11 @@ def _is_exporter_pod(labels: Mapping[str, str], pod: str) -> bool:
     if "dcgm" not in labels.get("job", "").lower() or "exported_pod" in labels:
         return False
     container = labels.get("container", "")
-    return not container or bool(EXPORTER_POD.search(container)) or _looks_like_monitoring(labels.get("namespace", ""))
+    return (
+        not container
+        or bool(EXPORTER_POD.search(container))
+        or _looks_like_monitoring(labels.get("namespace", ""))
+    )
 
 
 def _node(labels: Mapping[str, str]) -> str:
@@ -312,7 +454,9 @@ def scope_of(labels: Mapping[str, str]) -> Scope:
 
 
 def _looks_like_monitoring(namespace: str) -> bool:
-    return bool(re.search(r"monitor|prometheus|gpu-operator|observab|dcgm|kube-system|metrics", namespace, re.I))
+    return bool(
+        re.search(r"monitor|prometheus|gpu-operator|observab|dcgm|kube-system|metrics", namespace, re.I)
+    )
 
 
 def _gpus(labels: Mapping[str, str], node: str) -> frozenset[str]:
@@ -357,7 +501,8 @@ class Topology:
             return []
         changed: list[float] = []
         ends = ([("node", self.pod_nodes, self.node_pods, scope.node)] if scope.node else []) + [
-            ("gpu", self.pod_gpus, self.gpu_pods, gpu) for gpu in scope.gpus]
+            ("gpu", self.pod_gpus, self.gpu_pods, gpu) for gpu in scope.gpus
+        ]
         valid_from = t - self.grace
         for kind, forward, backward, value in ends:
             known = forward.setdefault(scope.pod, {})
@@ -408,8 +553,14 @@ class Topology:
         return [p for p, since in pods.items() if since <= at] if pods else []
 
 
-def relations(a: Scope, b: Scope, a_nodes: frozenset[str], b_nodes: frozenset[str],
-              a_gpus: frozenset[str], b_gpus: frozenset[str]) -> frozenset[str]:
+def relations(
+    a: Scope,
+    b: Scope,
+    a_nodes: frozenset[str],
+    b_nodes: frozenset[str],
+    a_gpus: frozenset[str],
+    b_gpus: frozenset[str],
+) -> frozenset[str]:
     """Every relation that holds between two scopes of one cluster (see docs/catalog.md)."""
     found: set[str] = {"same_cluster"}
     same_ns = not a.namespace or not b.namespace or a.namespace == b.namespace
@@ -456,7 +607,7 @@ def _versions_agree(a: Scope, b: Scope) -> bool:
         for y in theirs:
             if x and y and x[0] == y[0] and x[2] == y[2]:
                 short, long = sorted((x[1], y[1]), key=len)
-                if long[:len(short)] == short:
+                if long[: len(short)] == short:
                     return True
     return False
 
@@ -471,7 +622,9 @@ def _other_models(a: Scope, b: Scope) -> bool:
     ('llama-405b-0', 'llama-405b-0-1'), numbered deployments of one model ('llama-3-8b-0',
     'llama-3-8b-1'), as the stem alone related them before.
     """
-    if not _model_names(a.deployment, a.model, a.route).isdisjoint(_model_names(b.deployment, b.model, b.route)):
+    if not _model_names(a.deployment, a.model, a.route).isdisjoint(
+        _model_names(b.deployment, b.model, b.route)
+    ):
         return False
     if a.model and b.model:
         return _unnumbered(gateway_key(a.model)) != _unnumbered(gateway_key(b.model))
@@ -495,7 +648,9 @@ def _unnumbered(name: str) -> str:
     return _TRAILING_NUMBERS.sub("", name)
 
 
-def in_change_scope(change: Scope, other: Scope, other_nodes: frozenset[str], relation: frozenset[str]) -> bool:
+def in_change_scope(
+    change: Scope, other: Scope, other_nodes: frozenset[str], relation: frozenset[str]
+) -> bool:
     """Whether `other` lies inside what a change touched: its pod, node, workload, or namespace."""
     if change.pod:
         return "same_pod" in relation or bool(change.node and change.node in other_nodes)

@@ -34,12 +34,23 @@ class DeliveryAdmin(admin.ModelAdmin):
             except services.RootlineError as exc:
                 self.message_user(request, str(exc), messages.WARNING)
             else:
-                self.message_user(request, f"delivery {replayed.pk}: {replayed.status}, {replayed.accepted} alerts")
+                self.message_user(
+                    request, f"delivery {replayed.pk}: {replayed.status}, {replayed.accepted} alerts"
+                )
 
 
 @admin.register(Alert)
 class AlertAdmin(admin.ModelAdmin):
-    list_display = ("alertname", "fingerprint", "status", "starts_at", "ends_at", "integration", "layer", "failure_mode")
+    list_display = (
+        "alertname",
+        "fingerprint",
+        "status",
+        "starts_at",
+        "ends_at",
+        "integration",
+        "layer",
+        "failure_mode",
+    )
     list_filter = ("status", "kind", "integration")
     search_fields = ("alertname", "fingerprint")
     readonly_fields = [field.name for field in Alert._meta.fields]
@@ -67,7 +78,17 @@ class PendingActionAdmin(admin.ModelAdmin):
     """Imported actions waiting for their alerts, those that failed once these arrived, and those
     that expired because they never did."""
 
-    list_display = ("source", "at", "action_name", "state", "waiting_for", "error", "kept_at", "failed_at", "expired_at")
+    list_display = (
+        "source",
+        "at",
+        "action_name",
+        "state",
+        "waiting_for",
+        "error",
+        "kept_at",
+        "failed_at",
+        "expired_at",
+    )
     list_filter = (PendingStateFilter,)
     readonly_fields = [field.name for field in PendingAction._meta.fields]
 

@@ -1,5 +1,6 @@
 """The engine's catalog as the app loads it: packaged, extended by the team's ROOTLINE_CATALOG
 file (settings.CATALOG_PATH). Correlation, evidence, timelines and rules export all read this one."""
+
 from __future__ import annotations
 
 from django.conf import settings

@@ -2,12 +2,12 @@
 as markers, the timeline below, and the evidence that could not be collected. Figures are
 built here as plotly figure data (tested as data); the browser only draws them with the
 plotly.js the installed plotly package ships, served by `plotly_js` (no CDN)."""
+
 from __future__ import annotations
 
 import html
-
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
@@ -27,16 +27,23 @@ from incidents.models import Incident
 from incidents.timeline import Evidence, incident_evidence, incident_matrix
 
 PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
-BAND_COLOURS = {"green": "rgba(26,127,55,0.07)", "yellow": "rgba(242,201,76,0.18)", "red": "rgba(179,38,30,0.12)"}
+BAND_COLOURS = {
+    "green": "rgba(26,127,55,0.07)",
+    "yellow": "rgba(242,201,76,0.18)",
+    "red": "rgba(179,38,30,0.12)",
+}
 EVENT_STYLE = {
-    "alert_fired": ("#b3261e", "triangle-up"), "alert_resolved": ("#1a7f37", "triangle-down"),
-    "change": ("#7b3fa0", "diamond"), "action": ("#1d4ed8", "circle"), "note": ("#5b6475", "circle-open"),
+    "alert_fired": ("#b3261e", "triangle-up"),
+    "alert_resolved": ("#1a7f37", "triangle-down"),
+    "change": ("#7b3fa0", "diamond"),
+    "action": ("#1d4ed8", "circle"),
+    "note": ("#5b6475", "circle-open"),
     "threshold": ("#9a6700", "x"),
 }
 
 
 def _when(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, tz=timezone.utc)
+    return datetime.fromtimestamp(seconds, tz=UTC)
 
 
 def _band_shapes(band: Band, low: float, high: float) -> list[dict[str, Any]]:
@@ -46,11 +53,35 @@ def _band_shapes(band: Band, low: float, high: float) -> list[dict[str, Any]]:
     names = ["green", "yellow", "red"] if band.yellow is not None else ["green", "red"]
     shapes = []
     for name, start, end in zip(names, edges_up, edges_up[1:]):
-        shapes.append({"type": "rect", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": min(start, end), "y1": max(start, end),
-                       "fillcolor": BAND_COLOURS[name], "line": {"width": 0}, "layer": "below", "name": f"band {name}"})
+        shapes.append(
+            {
+                "type": "rect",
+                "xref": "paper",
+                "x0": 0,
+                "x1": 1,
+                "yref": "y",
+                "y0": min(start, end),
+                "y1": max(start, end),
+                "fillcolor": BAND_COLOURS[name],
+                "line": {"width": 0},
+                "layer": "below",
+                "name": f"band {name}",
+            }
+        )
     for value, name in zip(lines, names[1:]):
-        shapes.append({"type": "line", "xref": "paper", "x0": 0, "x1": 1, "yref": "y", "y0": value, "y1": value,
-                       "line": {"color": "#b3261e" if name == "red" else "#9a6700", "width": 1, "dash": "dash"}, "name": f"{name} line"})
+        shapes.append(
+            {
+                "type": "line",
+                "xref": "paper",
+                "x0": 0,
+                "x1": 1,
+                "yref": "y",
+                "y0": value,
+                "y1": value,
+                "line": {"color": "#b3261e" if name == "red" else "#9a6700", "width": 1, "dash": "dash"},
+                "name": f"{name} line",
+            }
+        )
     return shapes
 
 
@@ -58,8 +89,16 @@ def signal_figure(signal: str, series: list[Series], band: Band | None, events: 
     figure = go.Figure()
     values = [v for s in series for _, v in s.points]
     for s in series:
-        figure.add_trace(go.Scatter(x=[_when(t) for t, _ in s.points], y=[v for _, v in s.points], mode="lines",
-                                    name=plotly_text(s.where or str(s.id)), line={"width": 1.5}, meta={"series_id": s.id}))
+        figure.add_trace(
+            go.Scatter(
+                x=[_when(t) for t, _ in s.points],
+                y=[v for _, v in s.points],
+                mode="lines",
+                name=plotly_text(s.where or str(s.id)),
+                line={"width": 1.5},
+                meta={"series_id": s.id},
+            )
+        )
     low = min(values, default=0.0)
     high = max(values, default=1.0)
     if band is not None:
@@ -70,18 +109,33 @@ def signal_figure(signal: str, series: list[Series], band: Band | None, events: 
     pad = (high - low) * 0.08 or max(abs(high) * 0.05, 1.0)
     low, high = low - pad, high + pad
     if events:
-        figure.add_trace(go.Scatter(
-            x=[e.at for e in events], y=[high - pad / 2] * len(events), mode="markers", name="events",
-            marker={"color": [EVENT_STYLE.get(e.kind, ("#333", "circle"))[0] for e in events],
-                    "symbol": [EVENT_STYLE.get(e.kind, ("#333", "circle"))[1] for e in events], "size": 10},
-            text=[plotly_text(f"{e.at:%H:%M:%S} {e.title}") for e in events], hoverinfo="text", meta={"events": True},
-        ))
+        figure.add_trace(
+            go.Scatter(
+                x=[e.at for e in events],
+                y=[high - pad / 2] * len(events),
+                mode="markers",
+                name="events",
+                marker={
+                    "color": [EVENT_STYLE.get(e.kind, ("#333", "circle"))[0] for e in events],
+                    "symbol": [EVENT_STYLE.get(e.kind, ("#333", "circle"))[1] for e in events],
+                    "size": 10,
+                },
+                text=[plotly_text(f"{e.at:%H:%M:%S} {e.title}") for e in events],
+                hoverinfo="text",
+                meta={"events": True},
+            )
+        )
     title = band_title(band.title) if band else signal.replace("_", " ")
     unit = f" ({band.unit})" if band and band.unit else ""
     figure.update_layout(
-        title={"text": f"{title}{unit}", "font": {"size": 14}}, height=300, margin={"l": 60, "r": 20, "t": 40, "b": 40},
-        shapes=_band_shapes(band, low, high) if band else [], yaxis=value_axis(signal, low, high),
-        legend={"orientation": "h", "y": -0.2}, template="plotly_white", meta={"signal": signal, "band": band.name if band else None},
+        title={"text": f"{title}{unit}", "font": {"size": 14}},
+        height=300,
+        margin={"l": 60, "r": 20, "t": 40, "b": 40},
+        shapes=_band_shapes(band, low, high) if band else [],
+        yaxis=value_axis(signal, low, high),
+        legend={"orientation": "h", "y": -0.2},
+        template="plotly_white",
+        meta={"signal": signal, "band": band.name if band else None},
     )
     return figure.to_plotly_json()
 
@@ -104,7 +158,9 @@ def evidence_figures(evidence: Evidence, timeline: list[Item]) -> list[dict[str,
         if s.points:
             by_signal.setdefault(s.signal, []).append(s)
     figures = []
-    for signal, series in sorted(by_signal.items(), key=lambda kv: (not any(evidence.bands.get(s.id) for s in kv[1]), kv[0])):
+    for signal, series in sorted(
+        by_signal.items(), key=lambda kv: (not any(evidence.bands.get(s.id) for s in kv[1]), kv[0])
+    ):
         band = next((evidence.bands[s.id] for s in series if evidence.bands.get(s.id)), None)
         judged = [s for s in series if evidence.bands.get(s.id)] if band else series
         own = [e for e in events if e.kind != "threshold" or e.signal == signal]
@@ -120,16 +176,29 @@ def evidence_page(request: HttpRequest, incident_id: int) -> HttpResponse:
     evidence = incident_evidence(incident)
     timeline = evidence.timeline()
     figures = evidence_figures(evidence, timeline)
-    return render(request, "incidents/evidence.html", {
-        "incident": incident,
-        "figures": [{"id": f"chart-{i}", "data_id": f"chart-{i}-data", "figure": json.loads(plotly.io.to_json(figure, validate=False))}
-                    for i, figure in enumerate(figures)],
-        "timeline": timeline,
-        "durations": evidence.durations(),
-        "gaps": evidence.gaps,
-        "matrix": [{"layer": row["layer"], "cells": [row[column] for column in COLUMNS]} for row in incident_matrix(incident, evidence=evidence)],
-        "plotly_src": f"/assets/plotly-{plotly.__version__}.min.js",
-    })
+    return render(
+        request,
+        "incidents/evidence.html",
+        {
+            "incident": incident,
+            "figures": [
+                {
+                    "id": f"chart-{i}",
+                    "data_id": f"chart-{i}-data",
+                    "figure": json.loads(plotly.io.to_json(figure, validate=False)),
+                }
+                for i, figure in enumerate(figures)
+            ],
+            "timeline": timeline,
+            "durations": evidence.durations(),
+            "gaps": evidence.gaps,
+            "matrix": [
+                {"layer": row["layer"], "cells": [row[column] for column in COLUMNS]}
+                for row in incident_matrix(incident, evidence=evidence)
+            ],
+            "plotly_src": f"/assets/plotly-{plotly.__version__}.min.js",
+        },
+    )
 
 
 @require_GET

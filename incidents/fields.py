@@ -1,4 +1,5 @@
 """Model fields of Rootline's own."""
+
 from __future__ import annotations
 
 from django.db import models

@@ -2,6 +2,7 @@
 correlated, the incidents that changed collected as evidence), with the pending flags, pacing and
 postponements that keep a storm to a few tasks. Every enqueue of the app is here, and tasks are
 sent by name (`task`), so no domain module imports `incidents.tasks` (which imports them)."""
+
 from __future__ import annotations
 
 import atexit
@@ -158,7 +159,11 @@ def without_pending_run(keys: list[str]) -> list[str]:
     was 5% of the ingestion worker's time). A flag seen here and gone a moment later is no loss:
     the run deletes it before it reads the key's alerts, which include these by then."""
     present = cache.get_many([pending_flag(key) for key in keys])
-    return [key for key in keys if pending_flag(key) not in present and cache.add(pending_flag(key), 1, timeout=60)]
+    return [
+        key
+        for key in keys
+        if pending_flag(key) not in present and cache.add(pending_flag(key), 1, timeout=60)
+    ]
 
 
 def correlation_requeue_waiting() -> list[str]:
@@ -180,8 +185,12 @@ def correlation_enqueue_later(key: str, seconds: float) -> None:
     run, and a busy cluster's new alerts waited for it, up to a held ranking's 5 s (storm at
     2,000 alerts/s: p99 delivery -> incident 1.1 s, 4.6 s with more incidents held)."""
     if cache.add(ranking_flag(key), 1, timeout=60 + int(seconds)):
-        task(CORRELATE_KEY).apply_async((key,), {"held_ranking": True}, queue=correlation_queue(key),
-                                  countdown=max(round(seconds, 3), 0.01))
+        task(CORRELATE_KEY).apply_async(
+            (key,),
+            {"held_ranking": True},
+            queue=correlation_queue(key),
+            countdown=max(round(seconds, 3), 0.01),
+        )
 
 
 # After a run, its key's next run waits up to this many times the run's length (at most one pace):
@@ -221,7 +230,9 @@ def note_run_finished(key: str, seconds: float) -> None:
     at most one pace."""
     pace = settings.CORRELATION_PACE_SECONDS
     if pace > 0:
-        cache.set(next_run_flag(key), time.time() + min(pace, RUN_SPACING * seconds), timeout=max(1, int(pace) + 1))
+        cache.set(
+            next_run_flag(key), time.time() + min(pace, RUN_SPACING * seconds), timeout=max(1, int(pace) + 1)
+        )
 
 
 def correlation_queue(key: str) -> str:
@@ -293,7 +304,9 @@ def evidence_enqueue_now(incident_ids: list[int]) -> None:
     # the correlation worker's time (bench/correlate/end_to_end.py --profile, steady 500/s). A
     # flag seen here and gone a moment later is no loss: the collection deletes it before it
     # reads the incident, which has this change by then.
-    known = cache.get_many([evidence_pending_flag(pk) for pk in incident_ids] + [evidence_started_key(pk) for pk in incident_ids])
+    known = cache.get_many(
+        [evidence_pending_flag(pk) for pk in incident_ids] + [evidence_started_key(pk) for pk in incident_ids]
+    )
     due: dict[int, list[int]] = defaultdict(list)  # whole seconds from now -> incidents
     for incident_id in incident_ids:
         if evidence_pending_flag(incident_id) in known:
@@ -347,8 +360,11 @@ def incidents_awaiting_correlation(incident_ids: list[int]) -> list[int]:
     """Those of the incidents whose correlation key has alerts stored and not yet correlated
     (one probe of the uncorrelated alerts' partial index per key)."""
     keys = dict(Incident.objects.filter(pk__in=incident_ids).values_list("pk", "correlation_key"))
-    behind = {key for key in sorted(set(keys.values()))
-              if Alert.objects.filter(correlation_key=key, correlated=False).exists()}
+    behind = {
+        key
+        for key in sorted(set(keys.values()))
+        if Alert.objects.filter(correlation_key=key, correlated=False).exists()
+    }
     return [pk for pk in incident_ids if keys.get(pk) in behind]
 
 
@@ -358,5 +374,3 @@ def evidence_pending_flag(incident_id: int) -> str:
 
 def evidence_started_key(incident_id: int) -> str:
     return f"rootline:evidence-started:{incident_id}"
-
-

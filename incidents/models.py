@@ -1,4 +1,5 @@
 """Rootline's rows: integrations that send alerts, the deliveries they made, the alerts those held."""
+
 from __future__ import annotations
 
 import hashlib
@@ -42,7 +43,9 @@ class Integration(models.Model):
 
     class Meta:
         constraints = [
-            models.CheckConstraint(condition=Q(rate_limit__isnull=True) | Q(rate_limit__gt=0), name="rate_limit_positive"),
+            models.CheckConstraint(
+                condition=Q(rate_limit__isnull=True) | Q(rate_limit__gt=0), name="rate_limit_positive"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -76,9 +79,12 @@ class Delivery(models.Model):
     size = models.PositiveBigIntegerField(default=0)
     headers = models.JSONField(default=dict, blank=True)
     accepted = models.PositiveIntegerField(default=0)
-    rejected = models.JSONField(default=list, blank=True, help_text="[{path, error}] of alerts that could not be read")
+    rejected = models.JSONField(
+        default=list, blank=True, help_text="[{path, error}] of alerts that could not be read"
+    )
     truncated_alerts = models.PositiveIntegerField(
-        default=0, help_text="alerts the sender left out of this body (Alertmanager's truncatedAlerts, max_alerts)"
+        default=0,
+        help_text="alerts the sender left out of this body (Alertmanager's truncatedAlerts, max_alerts)",
     )
     error = models.TextField(blank=True, default="")
     attempts = models.PositiveIntegerField(default=0)
@@ -88,12 +94,16 @@ class Delivery(models.Model):
         verbose_name_plural = "deliveries"
         constraints = [
             # A re-sent body answers as the first one did instead of being stored twice.
-            models.UniqueConstraint(fields=["integration", "body_digest"], condition=~Q(body_digest=""), name="delivery_body_once"),
+            models.UniqueConstraint(
+                fields=["integration", "body_digest"], condition=~Q(body_digest=""), name="delivery_body_once"
+            ),
         ]
         indexes = [
             models.Index(fields=["status", "received_at"], name="delivery_status_idx"),
             # The few bodies a sender cut, found without reading every delivery (pages, /metrics).
-            models.Index(fields=["received_at"], condition=Q(truncated_alerts__gt=0), name="delivery_truncated_idx"),
+            models.Index(
+                fields=["received_at"], condition=Q(truncated_alerts__gt=0), name="delivery_truncated_idx"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -101,18 +111,31 @@ class Delivery(models.Model):
 
 
 class AlertQuerySet(models.QuerySet):
-    def firing(self) -> "AlertQuerySet":
+    def firing(self) -> AlertQuerySet:
         return self.filter(status=Alert.Status.FIRING)
 
-    def with_label(self, key: str, value: str) -> "AlertQuerySet":
+    def with_label(self, key: str, value: str) -> AlertQuerySet:
         if connections[self.db].vendor == "postgresql":
             return self.filter(labels__contains={key: value})
-        return self.alias(_label_value=Cast(KeyTextTransform(key, "labels"), models.TextField())).filter(_label_value=value)
+        return self.alias(_label_value=Cast(KeyTextTransform(key, "labels"), models.TextField())).filter(
+            _label_value=value
+        )
 
 
 def place_named(labels: dict) -> str:
     """The narrowest place a label map names (an alert's `where`), "" when it names none."""
-    for name in ("exported_pod", "pod", "node", "Hostname", "hostname", "instance", "model_name", "model", "service", "namespace"):
+    for name in (
+        "exported_pod",
+        "pod",
+        "node",
+        "Hostname",
+        "hostname",
+        "instance",
+        "model_name",
+        "model",
+        "service",
+        "namespace",
+    ):
         if labels.get(name):
             return labels[name]
     return ""
@@ -135,7 +158,9 @@ class Alert(models.Model):
     ends_at = models.DateTimeField(null=True, blank=True)
     status = models.CharField(max_length=10, choices=Status.choices)
     kind = models.CharField(max_length=10, choices=Kind.choices, default=Kind.ALERT)
-    alertname = models.CharField(max_length=255, blank=True, default="")  # no index: nothing looks alerts up by name, and every index costs each insert and correlation update
+    alertname = models.CharField(
+        max_length=255, blank=True, default=""
+    )  # no index: nothing looks alerts up by name, and every index costs each insert and correlation update
     labels = StringMapField(default=dict)
     annotations = StringMapField(default=dict, blank=True)
     generator_url = models.TextField(blank=True, default="")
@@ -148,17 +173,34 @@ class Alert(models.Model):
     # the same way (`FlexibleForeignKey(db_constraint=False)`).
     # Not indexed either: no query looks alerts up by integration, and every index costs each
     # insert and each correlation update (deleting an integration scans the alerts, once, in the admin).
-    integration = models.ForeignKey(Integration, on_delete=models.PROTECT, related_name="alerts", db_index=False, db_constraint=False)
-    first_delivery = models.ForeignKey(Delivery, on_delete=models.SET_NULL, null=True, blank=True, related_name="+", db_constraint=False)
+    integration = models.ForeignKey(
+        Integration, on_delete=models.PROTECT, related_name="alerts", db_index=False, db_constraint=False
+    )
+    first_delivery = models.ForeignKey(
+        Delivery, on_delete=models.SET_NULL, null=True, blank=True, related_name="+", db_constraint=False
+    )
     received_at = models.DateTimeField()
-    correlation_key = models.CharField(max_length=255, blank=True, default="", help_text="the cluster: correlation is serialised per key")
-    incident = models.ForeignKey("Incident", on_delete=models.SET_NULL, null=True, blank=True, related_name="alerts", db_constraint=False)
+    correlation_key = models.CharField(
+        max_length=255, blank=True, default="", help_text="the cluster: correlation is serialised per key"
+    )
+    incident = models.ForeignKey(
+        "Incident",
+        on_delete=models.SET_NULL,
+        null=True,
+        blank=True,
+        related_name="alerts",
+        db_constraint=False,
+    )
     layer = models.CharField(max_length=20, null=True, blank=True)
     failure_mode = models.CharField(max_length=30, null=True, blank=True)
     classified_by = models.CharField(max_length=40, blank=True, default="")
-    onset = models.DateTimeField(null=True, blank=True, help_text="when the condition began, inferred by the engine")
+    onset = models.DateTimeField(
+        null=True, blank=True, help_text="when the condition began, inferred by the engine"
+    )
     false_positive = models.BooleanField(default=False)
-    correlated = models.BooleanField(default=False, help_text="seen by a correlation run since it last changed")
+    correlated = models.BooleanField(
+        default=False, help_text="seen by a correlation run since it last changed"
+    )
 
     objects = AlertQuerySet.as_manager()
 
@@ -173,7 +215,11 @@ class Alert(models.Model):
             models.Index(fields=["starts_at"], name="alert_starts_idx"),
             models.Index(fields=["correlation_key", "starts_at"], name="alert_key_starts_idx"),
             # What the next correlation run of a key takes: small, whatever the key's history.
-            models.Index(fields=["correlation_key", "starts_at"], condition=Q(correlated=False), name="alert_uncorrelated_idx"),
+            models.Index(
+                fields=["correlation_key", "starts_at"],
+                condition=Q(correlated=False),
+                name="alert_uncorrelated_idx",
+            ),
             # What fires now, newest first: the alerts page's count, `?status=firing` and /metrics
             # read what is firing, not every alert ever stored (docs/benchmarks.md, "Pages over a
             # year of alerts"). It costs each firing alert's insert and correlation update ~8 us.
@@ -196,14 +242,14 @@ class Alert(models.Model):
 
 
 class IncidentQuerySet(models.QuerySet):
-    def visible(self) -> "IncidentQuerySet":
+    def visible(self) -> IncidentQuerySet:
         """Incidents people see: not folded into another by a merge."""
         return self.filter(merged_into__isnull=True)
 
-    def open(self) -> "IncidentQuerySet":
+    def open(self) -> IncidentQuerySet:
         return self.visible().exclude(status=Incident.Status.RESOLVED)
 
-    def for_key(self, key: str) -> "IncidentQuerySet":
+    def for_key(self, key: str) -> IncidentQuerySet:
         return self.filter(correlation_key=key)
 
 
@@ -242,20 +288,30 @@ class Incident(models.Model):
     mitigated_at = models.DateTimeField(null=True, blank=True)
     resolved_at = models.DateTimeField(null=True, blank=True)
     resolved_by_human = models.BooleanField(default=False)
-    reopened_by_human = models.BooleanField(default=False, help_text="reopened by a person: alerts alone no longer resolve it")
-    assignee = models.ForeignKey("auth.User", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    reopened_by_human = models.BooleanField(
+        default=False, help_text="reopened by a person: alerts alone no longer resolve it"
+    )
+    assignee = models.ForeignKey(
+        "auth.User", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
     degradation = models.CharField(max_length=5, choices=Degradation.choices, default=Degradation.NONE)
     scope = models.JSONField(default=dict, blank=True)
     layers = models.JSONField(default=list, blank=True)
     failure_modes = models.JSONField(default=list, blank=True)
-    root_alert = models.ForeignKey("Alert", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    root_alert = models.ForeignKey(
+        "Alert", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
     root_confidence = models.FloatField(null=True, blank=True)
     root_explanation = models.TextField(blank=True, default="")
     chain = models.JSONField(default=list, blank=True, help_text="alert ids, cause before effect")
     ranking_held = models.BooleanField(
-        default=False, help_text="its alerts are current but its chain, root and edges wait for the next ranking "
-        "(a big incident is ranked every few seconds during a storm)")
-    merged_into = models.ForeignKey("self", on_delete=models.SET_NULL, null=True, blank=True, related_name="merged")
+        default=False,
+        help_text="its alerts are current but its chain, root and edges wait for the next ranking "
+        "(a big incident is ranked every few seconds during a storm)",
+    )
+    merged_into = models.ForeignKey(
+        "self", on_delete=models.SET_NULL, null=True, blank=True, related_name="merged"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
     updated_at = models.DateTimeField(auto_now=True)
 
@@ -264,9 +320,13 @@ class Incident(models.Model):
     class Meta:
         indexes = [models.Index(fields=["status", "started_at"], name="incident_status_idx")]
         constraints = [
-            models.CheckConstraint(condition=Q(root_confidence__isnull=True) | Q(root_confidence__gte=0, root_confidence__lte=1),
-                                   name="root_confidence_in_unit_range"),
-            models.CheckConstraint(condition=~Q(merged_into=models.F("id")), name="incident_not_merged_into_itself"),
+            models.CheckConstraint(
+                condition=Q(root_confidence__isnull=True) | Q(root_confidence__gte=0, root_confidence__lte=1),
+                name="root_confidence_in_unit_range",
+            ),
+            models.CheckConstraint(
+                condition=~Q(merged_into=models.F("id")), name="incident_not_merged_into_itself"
+            ),
         ]
 
     def __str__(self) -> str:
@@ -289,7 +349,9 @@ class IncidentEdge(models.Model):
     # are: correlation writes edges from rows it has just read or written, and a storm's runs
     # inserted ~90,000 of them, each row checked by three key triggers (~300,000 lookups, about
     # a tenth of PostgreSQL's time in bench/correlate/end_to_end.py's storm).
-    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="edges", db_constraint=False)
+    incident = models.ForeignKey(
+        Incident, on_delete=models.CASCADE, related_name="edges", db_constraint=False
+    )
     cause = models.ForeignKey("Alert", on_delete=models.CASCADE, related_name="+", db_constraint=False)
     effect = models.ForeignKey("Alert", on_delete=models.CASCADE, related_name="+", db_constraint=False)
     rule = models.CharField(max_length=200)
@@ -302,7 +364,9 @@ class IncidentEdge(models.Model):
 
 class RootCandidate(models.Model):
     # Written with the edges, kept the same way (see IncidentEdge).
-    incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="root_candidates", db_constraint=False)
+    incident = models.ForeignKey(
+        Incident, on_delete=models.CASCADE, related_name="root_candidates", db_constraint=False
+    )
     alert = models.ForeignKey("Alert", on_delete=models.CASCADE, related_name="+", db_constraint=False)
     rank = models.PositiveSmallIntegerField()
     confidence = models.FloatField()
@@ -321,8 +385,13 @@ class IncidentAction(models.Model):
     at = models.DateTimeField()
     body = models.JSONField(default=dict, blank=True)
     alert = models.ForeignKey("Alert", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
-    replay_key = models.CharField(max_length=64, null=True, blank=True, unique=True,
-                                  help_text="set by import_actions so that a second import changes nothing")
+    replay_key = models.CharField(
+        max_length=64,
+        null=True,
+        blank=True,
+        unique=True,
+        help_text="set by import_actions so that a second import changes nothing",
+    )
     recorded_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:
@@ -330,7 +399,7 @@ class IncidentAction(models.Model):
 
 
 class PendingActionQuerySet(models.QuerySet):
-    def waiting(self) -> "PendingActionQuerySet":
+    def waiting(self) -> PendingActionQuerySet:
         """Still tried: neither failed once its alerts were there nor expired waiting for them."""
         return self.filter(failed_at=None, expired_at=None)
 
@@ -349,15 +418,26 @@ class PendingAction(models.Model):
         EXPIRED = "expired"
 
     line = models.JSONField()
-    replay_key = models.CharField(max_length=64, unique=True, help_text="the line's key, as its IncidentAction will have")
+    replay_key = models.CharField(
+        max_length=64, unique=True, help_text="the line's key, as its IncidentAction will have"
+    )
     at = models.DateTimeField()
-    source = models.CharField(max_length=300, blank=True, default="", help_text="FILE:LINE it was imported from")
+    source = models.CharField(
+        max_length=300, blank=True, default="", help_text="FILE:LINE it was imported from"
+    )
     waiting_for = models.TextField(blank=True, default="")
-    error = models.TextField(blank=True, default="",
-                             help_text="why it could not be applied once its alerts were there, or which alerts never arrived")
+    error = models.TextField(
+        blank=True,
+        default="",
+        help_text="why it could not be applied once its alerts were there, or which alerts never arrived",
+    )
     failed_at = models.DateTimeField(null=True, blank=True)
-    kept_at = models.DateTimeField(default=timezone.now, help_text="when it was (last) imported; its time limit runs from here")
-    expired_at = models.DateTimeField(null=True, blank=True, help_text="when it was given up on, its alerts still missing")
+    kept_at = models.DateTimeField(
+        default=timezone.now, help_text="when it was (last) imported; its time limit runs from here"
+    )
+    expired_at = models.DateTimeField(
+        null=True, blank=True, help_text="when it was given up on, its alerts still missing"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     objects = PendingActionQuerySet.as_manager()
@@ -389,7 +469,9 @@ class Decision(models.Model):
     correlation_key = models.CharField(max_length=255, blank=True, default="", db_index=True)
     by = models.ForeignKey("auth.User", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
     at = models.DateTimeField()
-    action = models.ForeignKey(IncidentAction, on_delete=models.SET_NULL, null=True, blank=True, related_name="decisions")
+    action = models.ForeignKey(
+        IncidentAction, on_delete=models.SET_NULL, null=True, blank=True, related_name="decisions"
+    )
 
     class Meta:
         ordering = ["at", "id"]
@@ -414,7 +496,9 @@ class EvidenceSeries(models.Model):
         IMPORT = "import"
 
     incident = models.ForeignKey(Incident, on_delete=models.CASCADE, related_name="evidence")
-    signal = models.CharField(max_length=100, help_text="the catalog band or query it answers, e.g. kv_pool_usage")
+    signal = models.CharField(
+        max_length=100, help_text="the catalog band or query it answers, e.g. kv_pool_usage"
+    )
     query = models.TextField(help_text="the PromQL (or imported metric name) it came from")
     labels = models.JSONField(default=dict)
     labels_key = models.CharField(max_length=64, help_text="sha256 of the sorted labels, for uniqueness")
@@ -428,7 +512,9 @@ class EvidenceSeries(models.Model):
 
     class Meta:
         constraints = [
-            models.UniqueConstraint(fields=["incident", "signal", "query", "labels_key"], name="evidence_series_unique"),
+            models.UniqueConstraint(
+                fields=["incident", "signal", "query", "labels_key"], name="evidence_series_unique"
+            ),
         ]
 
 
@@ -475,8 +561,12 @@ class MatrixCell(models.Model):
     layer = models.CharField(max_length=20)
     column = models.CharField(max_length=20, choices=Column.choices)
     text = models.TextField(blank=True, default="")
-    evidence = models.JSONField(default=list, help_text="[{kind, id}] with kind alert|threshold|action|change|catalog")
-    edited_by = models.ForeignKey("auth.User", on_delete=models.SET_NULL, null=True, blank=True, related_name="+")
+    evidence = models.JSONField(
+        default=list, help_text="[{kind, id}] with kind alert|threshold|action|change|catalog"
+    )
+    edited_by = models.ForeignKey(
+        "auth.User", on_delete=models.SET_NULL, null=True, blank=True, related_name="+"
+    )
     created_at = models.DateTimeField(auto_now_add=True)
 
     class Meta:

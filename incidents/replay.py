@@ -6,6 +6,7 @@ The imports may run in any order: a line whose alerts are not stored, or not cor
 incident, yet is kept as a `PendingAction` and applied once they are by `pending_actions_apply`
 (at the end of `import_alerts`, and periodically on a worker), as if imported after them; one
 whose alerts never come expires `PENDING_ACTION_TTL_HOURS` after it was kept."""
+
 from __future__ import annotations
 
 import hashlib
@@ -19,12 +20,16 @@ from django.db import IntegrityError
 from django.db.models import Q
 from django.utils import timezone
 
-from incidents.action_bodies import action_call, unstorable
 from correlate.ingest.common import FieldError, parse_time
+from incidents.action_bodies import action_call, unstorable
 from incidents.models import Alert, Incident, IncidentAction, PendingAction
 from incidents.services.errors import RootlineError
 from incidents.services.pending_actions import (
-    pending_action_fail, pending_action_keep, pending_action_mark_expired, pending_action_settle, pending_action_wait,
+    pending_action_fail,
+    pending_action_keep,
+    pending_action_mark_expired,
+    pending_action_settle,
+    pending_action_wait,
 )
 from incidents.services.roles import require_role, user_ensure
 
@@ -101,7 +106,9 @@ def naming_check(line: dict) -> None:
         raise ReplayError("expected 'fingerprint' or 'fingerprints' naming an alert of the incident")
     into = line.get("into_fingerprint")
     if line.get("action") == "merge" and not (isinstance(into, str) and into):
-        raise ReplayError("into_fingerprint: expected the fingerprint of an alert of the incident to merge into")
+        raise ReplayError(
+            "into_fingerprint: expected the fingerprint of an alert of the incident to merge into"
+        )
 
 
 def replay_key_of(line: dict) -> str:
@@ -125,8 +132,9 @@ def settled(key: str, outcome: str) -> str:
 def action_line_keep_pending(*, line: dict, source: str, waiting_for: str) -> PendingAction:
     """Keep a line that raised AlertsNotThereYet; importing it again updates the same row (and
     gives one that had failed or expired another try, with a new time limit)."""
-    return pending_action_keep(replay_key=replay_key_of(line), line=line, at=line_time(line), source=source,
-                               waiting_for=waiting_for)
+    return pending_action_keep(
+        replay_key=replay_key_of(line), line=line, at=line_time(line), source=source, waiting_for=waiting_for
+    )
 
 
 def pending_actions_apply(*, now: datetime | None = None) -> dict[str, int]:
@@ -166,8 +174,13 @@ def pending_action_expire(pending: PendingAction, *, now: datetime) -> str:
     hours = settings.PENDING_ACTION_TTL_HOURS
     reason = f"expired: its alerts did not arrive within {hours} h of its import: {missing}"
     pending_action_mark_expired(pending=pending, missing=missing, reason=reason, now=now)
-    logger.warning("pending action %s (%s at %s) %s", pending.source, pending.line.get("action"), pending.at.isoformat(),
-                   reason)
+    logger.warning(
+        "pending action %s (%s at %s) %s",
+        pending.source,
+        pending.line.get("action"),
+        pending.at.isoformat(),
+        reason,
+    )
     return "expired"
 
 
@@ -247,8 +260,10 @@ def correlated_by_now(alerts: list[Alert]) -> None:
     it queued); one a run has seen and left out was excluded, and names no incident for good."""
     for alert in alerts:
         if alert.incident_id is None and not alert.correlated:
-            raise AlertsNotThereYet(f"alert {alert.fingerprint} (started {alert.starts_at.isoformat()}) is stored but "
-                                    "not correlated into an incident yet")
+            raise AlertsNotThereYet(
+                f"alert {alert.fingerprint} (started {alert.starts_at.isoformat()}) is stored but "
+                "not correlated into an incident yet"
+            )
 
 
 def actor_for(line: dict):

@@ -1,9 +1,9 @@
 """Page-shaped reads, one function per page, each with a query-count test."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
-from datetime import datetime, timedelta
-from datetime import timezone as datetime_timezone
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.db import connection
@@ -12,8 +12,8 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from incidents.runbooks import runbook_href
 from incidents.models import Alert, Delivery, Incident, Integration, RootCandidate, place_named
+from incidents.runbooks import runbook_href
 
 
 def home_page(*, limit: int = 50) -> dict:
@@ -71,11 +71,21 @@ def metrics_text() -> str:
     waiting = backlog()
     for name, help_text, value in (
         ("rootline_ingest_waiting_deliveries", "Deliveries stored and not read yet.", waiting.deliveries),
-        ("rootline_ingest_lag_seconds", "Age of the oldest delivery not read yet (0: none waits).", waiting.deliveries_lag),
-        ("rootline_correlation_waiting_alerts", f"Stored alerts no correlation run has taken yet (counted up to {BACKLOG_COUNT_LIMIT}).",
-         waiting.alerts),
-        ("rootline_correlation_lag_seconds", "Age of the oldest stored alert no correlation run has taken yet (0: none waits).",
-         waiting.alerts_lag),
+        (
+            "rootline_ingest_lag_seconds",
+            "Age of the oldest delivery not read yet (0: none waits).",
+            waiting.deliveries_lag,
+        ),
+        (
+            "rootline_correlation_waiting_alerts",
+            f"Stored alerts no correlation run has taken yet (counted up to {BACKLOG_COUNT_LIMIT}).",
+            waiting.alerts,
+        ),
+        (
+            "rootline_correlation_lag_seconds",
+            "Age of the oldest stored alert no correlation run has taken yet (0: none waits).",
+            waiting.alerts_lag,
+        ),
     ):
         lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge", f"{name} {value:g}"]
     return "\n".join(lines) + "\n"
@@ -86,7 +96,9 @@ def alerts_by_status() -> dict[str, int]:
     the resolved ones as all less those (an index-only count), not grouped over every row (at
     1.25 million alerts, 335-365 -> ~80 ms)."""
     firing = Alert.objects.firing().count()
-    resolved = Alert.objects.count() - firing  # two reads: alerts stored between them count as resolved until the next scrape
+    resolved = (
+        Alert.objects.count() - firing
+    )  # two reads: alerts stored between them count as resolved until the next scrape
     return {Alert.Status.FIRING: firing, Alert.Status.RESOLVED: max(0, resolved)}
 
 
@@ -139,17 +151,26 @@ def backlog() -> Backlog:
     """Two reads on the indexes ingestion and correlation take their work from (pending
     deliveries by status, alerts not correlated by the partial index)."""
     now = timezone.now()
-    deliveries = Delivery.objects.filter(status=Delivery.Status.PENDING).aggregate(n=Count("id"), oldest=Min("received_at"))
+    deliveries = Delivery.objects.filter(status=Delivery.Status.PENDING).aggregate(
+        n=Count("id"), oldest=Min("received_at")
+    )
     # Counted over a limited subquery, which Django's aggregate() cannot express on a slice.
-    sql, params = Alert.objects.filter(correlated=False).values("received_at")[:BACKLOG_COUNT_LIMIT].query.sql_with_params()
+    sql, params = (
+        Alert.objects.filter(correlated=False)
+        .values("received_at")[:BACKLOG_COUNT_LIMIT]
+        .query.sql_with_params()
+    )
     with connection.cursor() as cursor:
         cursor.execute(f"SELECT count(*), min(waiting.received_at) FROM ({sql}) waiting", params)
         alerts, oldest = cursor.fetchone()
     if isinstance(oldest, str):  # SQLite hands a raw aggregate back as text, in UTC without an offset
-        oldest = parse_datetime(oldest).replace(tzinfo=datetime_timezone.utc)
+        oldest = parse_datetime(oldest).replace(tzinfo=UTC)
     return Backlog(
-        deliveries=deliveries["n"], deliveries_lag=seconds_since(deliveries["oldest"], now),
-        alerts=alerts, alerts_lag=seconds_since(oldest, now), alerts_capped=alerts >= BACKLOG_COUNT_LIMIT,
+        deliveries=deliveries["n"],
+        deliveries_lag=seconds_since(deliveries["oldest"], now),
+        alerts=alerts,
+        alerts_lag=seconds_since(oldest, now),
+        alerts_capped=alerts >= BACKLOG_COUNT_LIMIT,
     )
 
 
@@ -170,7 +191,11 @@ def broker_status() -> str:
 
 def incidents_list(*, status: str = "open", since: datetime | None = None):
     """The incidents API's list (and the triage queue): newest first, counts in one query."""
-    incidents = Incident.objects.visible().select_related("root_alert", "assignee").annotate(alert_count=alert_count())
+    incidents = (
+        Incident.objects.visible()
+        .select_related("root_alert", "assignee")
+        .annotate(alert_count=alert_count())
+    )
     if since is not None:
         incidents = incidents.filter(started_at__gte=since)
     if status == "open":
@@ -185,7 +210,13 @@ def alert_count() -> Coalesce:
     rather than a join of every incident's alerts grouped before the LIMIT: PostgreSQL then
     counted all 125,000 alerts of a storm for the triage queue's first 200 incidents (1.0 s; the
     cost grew with every alert ever stored)."""
-    counted = Alert.objects.filter(incident=OuterRef("pk")).order_by().values("incident").annotate(n=Count("id")).values("n")
+    counted = (
+        Alert.objects.filter(incident=OuterRef("pk"))
+        .order_by()
+        .values("incident")
+        .annotate(n=Count("id"))
+        .values("n")
+    )
     return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
 
 
@@ -242,7 +273,12 @@ def incident_page(incident_id: int) -> dict | None:
     alerts = {alert.pk: alert for alert in members}
     steps = chain_steps(incident.chain) if len(incident.chain) > CHAIN_IN_FULL else None
     chain_ids = [step["first"] for step in steps] if steps is not None else incident.chain
-    wanted = set(chain_ids) | {c.alert_id for c in candidates} | {e.cause_id for e in edges} | {e.effect_id for e in edges}
+    wanted = (
+        set(chain_ids)
+        | {c.alert_id for c in candidates}
+        | {e.cause_id for e in edges}
+        | {e.effect_id for e in edges}
+    )
     missing = wanted - set(alerts) - {None}
     if missing:
         alerts.update(Alert.objects.in_bulk(list(missing)))
@@ -254,7 +290,9 @@ def incident_page(incident_id: int) -> dict | None:
             step["alert"] = alerts.get(step["first"])
     return {
         "incident": incident,
-        "chain": [alerts[alert_id] for alert_id in incident.chain if alert_id in alerts] if steps is None else [],
+        "chain": [alerts[alert_id] for alert_id in incident.chain if alert_id in alerts]
+        if steps is None
+        else [],
         "chain_steps": [step for step in steps if step["alert"]] if steps is not None else [],
         "alerts": members,
         "alerts_not_shown": incident.alert_count - len(members),
@@ -276,7 +314,10 @@ def chain_steps(chain: list[int]) -> list[dict]:
     effect): its first alert, how many of the chain's alerts have that name, on how many places.
     A storm's chain holds every alert of its incident; one line each buried the story ("KV
     fragmentation, then OOM, then crash loops") under hundreds of lines."""
-    stored = {pk: (name, place_named(labels)) for pk, name, labels in Alert.objects.filter(pk__in=chain).values_list("pk", "alertname", "labels")}
+    stored = {
+        pk: (name, place_named(labels))
+        for pk, name, labels in Alert.objects.filter(pk__in=chain).values_list("pk", "alertname", "labels")
+    }
     steps: dict[str, dict] = {}
     for alert_id in chain:
         if alert_id not in stored:
@@ -293,16 +334,27 @@ def chain_steps(chain: list[int]) -> list[dict]:
 def alerts_by_name(incident: Incident) -> list[dict]:
     """An incident's alerts summed up per name (and layer and mode): how many, how many still
     firing, first and latest start; the names that started first first."""
-    rows = (incident.alerts.order_by().values("alertname", "layer", "failure_mode")
-            .annotate(count=Count("id"), firing=Count("id", filter=Q(status=Alert.Status.FIRING)),
-                      first=Min("starts_at"), latest=Max("starts_at")))
+    rows = (
+        incident.alerts.order_by()
+        .values("alertname", "layer", "failure_mode")
+        .annotate(
+            count=Count("id"),
+            firing=Count("id", filter=Q(status=Alert.Status.FIRING)),
+            first=Min("starts_at"),
+            latest=Max("starts_at"),
+        )
+    )
     return sorted(rows, key=lambda row: (row["first"], row["alertname"]))
 
 
 def status_counts() -> dict[str, int]:
-    counts = dict(Incident.objects.visible().values_list("status").annotate(n=Count("id")).values_list("status", "n"))
-    return {"open": sum(n for status, n in counts.items() if status != Incident.Status.RESOLVED),
-            "resolved": counts.get(Incident.Status.RESOLVED, 0)}
+    counts = dict(
+        Incident.objects.visible().values_list("status").annotate(n=Count("id")).values_list("status", "n")
+    )
+    return {
+        "open": sum(n for status, n in counts.items() if status != Incident.Status.RESOLVED),
+        "resolved": counts.get(Incident.Status.RESOLVED, 0),
+    }
 
 
 def incidents_as_truth(*, since=None) -> dict:
@@ -319,11 +371,13 @@ def incidents_as_truth(*, since=None) -> dict:
     incidents = []
     for incident_id, members in sorted(groups.items()):
         root = next((alert for alert in members if alert.pk == roots.get(incident_id)), None)
-        incidents.append({
-            "id": str(incident_id),
-            "root": occurrence_document(root) if root else None,
-            "alerts": [occurrence_document(alert) for alert in members],
-        })
+        incidents.append(
+            {
+                "id": str(incident_id),
+                "root": occurrence_document(root) if root else None,
+                "alerts": [occurrence_document(alert) for alert in members],
+            }
+        )
     return {"incidents": incidents, "noise": noise}
 
 

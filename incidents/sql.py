@@ -20,15 +20,15 @@ other databases (the demo's SQLite).
   an unchanged re-sent view costs no write; `tests/ingest/test_resent_groups.py`).
 - A correlation run's token swapped in one statement (`swap_run_token`).
 """
+
 from __future__ import annotations
 
 import itertools
 import math
+import weakref
 import zlib
 from collections.abc import Sequence
 from datetime import datetime
-
-import weakref
 
 from django.db import connection, connections, models, router
 from django.db.backends.utils import CursorWrapper
@@ -49,12 +49,16 @@ def rows_update(model: type[models.Model], rows: Sequence[models.Model], fields:
     names = ", ".join(quote(field.column) for field in columns)
     arrays = ", ".join(f"%s::{field.db_type(connection)}[]" for field in columns)
     assignments = ", ".join(f"{quote(field.column)} = v.{quote(field.column)}" for field in columns)
-    sql = (f"UPDATE {quote(meta.db_table)} AS t SET {assignments} "
-           f"FROM unnest(%s::bigint[], {arrays}) AS v(id, {names}) WHERE t.{quote(meta.pk.column)} = v.id")
+    sql = (
+        f"UPDATE {quote(meta.db_table)} AS t SET {assignments} "
+        f"FROM unnest(%s::bigint[], {arrays}) AS v(id, {names}) WHERE t.{quote(meta.pk.column)} = v.id"
+    )
     with connection.cursor() as cursor:
         for start in range(0, len(rows), BATCH):
-            batch = rows[start:start + BATCH]
-            cursor.execute(sql, [_array([row.pk for row in batch])] + [_column(field, batch) for field in columns])
+            batch = rows[start : start + BATCH]
+            cursor.execute(
+                sql, [_array([row.pk for row in batch])] + [_column(field, batch) for field in columns]
+            )
 
 
 def rows_insert(model: type[models.Model], rows: Sequence[models.Model]) -> None:
@@ -72,7 +76,7 @@ def rows_insert(model: type[models.Model], rows: Sequence[models.Model]) -> None
     sql = f"INSERT INTO {quote(meta.db_table)} ({names}) SELECT * FROM unnest({arrays})"
     with connection.cursor() as cursor:
         for start in range(0, len(rows), BATCH):
-            cursor.execute(sql, [_column(field, rows[start:start + BATCH]) for field in columns])
+            cursor.execute(sql, [_column(field, rows[start : start + BATCH]) for field in columns])
 
 
 def rows_delete(model: type[models.Model], column: str, values: Sequence[int]) -> None:
@@ -86,7 +90,10 @@ def rows_delete(model: type[models.Model], column: str, values: Sequence[int]) -
         return
     quote = connection.ops.quote_name
     with connection.cursor() as cursor:
-        cursor.execute(f"DELETE FROM {quote(model._meta.db_table)} WHERE {quote(column)} = ANY(%s::bigint[])", [_array(list(values))])
+        cursor.execute(
+            f"DELETE FROM {quote(model._meta.db_table)} WHERE {quote(column)} = ANY(%s::bigint[])",
+            [_array(list(values))],
+        )
 
 
 def _column(field: models.Field, rows: Sequence[models.Model]) -> list | str:
@@ -155,7 +162,7 @@ def insert_unless_conflict(instance: models.Model, *, binary: str = "") -> bool:
     db = connections[alias]
     sql, fields = insert_statement(model, alias, db, binary)
     params = [field.get_db_prep_save(field.pre_save(instance, True), db) for field in fields]
-    with (body_cursor(db) if db.vendor == "postgresql" else db.cursor()) as cursor:
+    with body_cursor(db) if db.vendor == "postgresql" else db.cursor() as cursor:
         cursor.execute(sql, params)
         row = cursor.fetchone()
     if row is None:
@@ -178,8 +185,10 @@ def insert_statement(model: type[models.Model], alias: str, db, binary: str) -> 
         quote = db.ops.quote_name
         postgresql = db.vendor == "postgresql"
         sql = "INSERT INTO {} ({}) VALUES ({}) ON CONFLICT DO NOTHING RETURNING {}".format(
-            quote(meta.db_table), ", ".join(quote(field.column) for field in fields),
-            ", ".join("%b" if postgresql and field.name == binary else "%s" for field in fields), quote(meta.pk.column),
+            quote(meta.db_table),
+            ", ".join(quote(field.column) for field in fields),
+            ", ".join("%b" if postgresql and field.name == binary else "%s" for field in fields),
+            quote(meta.pk.column),
         )
         cached = INSERT_STATEMENTS[(model, alias, db.vendor, binary)] = (sql, fields)
     return cached
@@ -207,7 +216,7 @@ def body_cursor(db) -> CursorWrapper:
     return CursorWrapper(ServerBindingCursor(raw), db)
 
 
-LZ4_CHECKED: "weakref.WeakSet" = weakref.WeakSet()
+LZ4_CHECKED: weakref.WeakSet = weakref.WeakSet()
 
 
 def advisory_xact_lock(space: int, number: int) -> bool:
@@ -227,15 +236,24 @@ def count_ids(model: type[models.Model], column: str, ids: list[int]) -> int:
         return model.objects.filter(**{f"{column}__in": ids}).count()
     quote = connection.ops.quote_name
     with connection.cursor() as cursor:
-        cursor.execute(f"SELECT count(*) FROM {quote(model._meta.db_table)} WHERE {quote(column)} = ANY(%s)", [ids])
+        cursor.execute(
+            f"SELECT count(*) FROM {quote(model._meta.db_table)} WHERE {quote(column)} = ANY(%s)", [ids]
+        )
         return cursor.fetchone()[0]
 
 
 _COPY_BATCHES = itertools.count()  # the rows of one statement, told apart within a transaction
 
 
-def copy_upsert(db, model: type[models.Model], view_fields: Sequence[str], unique: Sequence[str],
-                batches: list[tuple[list[tuple], list[str]]], *, not_compared: Sequence[str] = ()) -> None:
+def copy_upsert(
+    db,
+    model: type[models.Model],
+    view_fields: Sequence[str],
+    unique: Sequence[str],
+    batches: list[tuple[list[tuple], list[str]]],
+    *,
+    not_compared: Sequence[str] = (),
+) -> None:
     """Upsert batches of rows (values in `view_fields` order; every other column its field's
     default) in order: one COPY of every row, then per batch an INSERT of the new rows and an
     UPDATE of its `update_fields` where a stored row differs in them (`not_compared` fields are
@@ -247,14 +265,18 @@ def copy_upsert(db, model: type[models.Model], view_fields: Sequence[str], uniqu
     by_name = {field.name: field for field in fields}
     default_fields = [field for field in fields if field.name not in view_fields]
     defaults = tuple(field.get_db_prep_save(field.get_default(), db) for field in default_fields)
-    columns = ", ".join(quote(field.column) for field in [by_name[name] for name in view_fields] + default_fields)
+    columns = ", ".join(
+        quote(field.column) for field in [by_name[name] for name in view_fields] + default_fields
+    )
     temporary = f"rootline_upsert_{meta.db_table}_{zlib.crc32(columns.encode()):08x}"
     table = quote(meta.db_table)
     keys = ", ".join(quote(meta.get_field(name).column) for name in unique)
     statements = []
     with db.cursor() as cursor, db.wrap_database_errors:
-        cursor.execute(f"CREATE TEMPORARY TABLE IF NOT EXISTS {temporary} ON COMMIT DELETE ROWS AS "
-                       f"SELECT {columns}, 0 AS rootline_batch FROM {table} WITH NO DATA")
+        cursor.execute(
+            f"CREATE TEMPORARY TABLE IF NOT EXISTS {temporary} ON COMMIT DELETE ROWS AS "
+            f"SELECT {columns}, 0 AS rootline_batch FROM {table} WITH NO DATA"
+        )
         with cursor.cursor.copy(f"COPY {temporary} ({columns}, rootline_batch) FROM STDIN") as copy:
             for rows, update_fields in batches:
                 batch = next(_COPY_BATCHES)
@@ -264,7 +286,11 @@ def copy_upsert(db, model: type[models.Model], view_fields: Sequence[str], uniqu
                     copy.write_row(row + tail)
         for batch, update_fields in statements:
             update = [meta.get_field(name).column for name in update_fields]
-            compared = [column for column in update if column not in {meta.get_field(name).column for name in not_compared}]
+            compared = [
+                column
+                for column in update
+                if column not in {meta.get_field(name).column for name in not_compared}
+            ]
             sets = ", ".join(f"{quote(column)} = EXCLUDED.{quote(column)}" for column in update)
             stored = ", ".join(f"{table}.{quote(column)}" for column in compared)
             sent = ", ".join(f"EXCLUDED.{quote(column)}" for column in compared)

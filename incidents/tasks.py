@@ -1,4 +1,5 @@
 """Celery tasks: take ids, call one service, safe to run twice. Retries live here, not in services."""
+
 from __future__ import annotations
 
 from celery import shared_task
@@ -6,10 +7,10 @@ from django.core.cache import cache
 from django.db import DatabaseError
 
 from incidents import flow, replay, services
-from incidents.services import correlation
-from incidents.services.evidence import evidence_collect
 from incidents.flow import evidence_collect_now
 from incidents.models import Incident
+from incidents.services import correlation
+from incidents.services.evidence import evidence_collect
 
 
 @shared_task(
@@ -74,7 +75,9 @@ def correlate_key(key: str, held_ranking: bool = False) -> None:
     the run a previous one asked for to rank the big incidents it held back (it takes new alerts too)."""
     wait = flow.pace_wait(key)
     if wait:
-        correlate_key.apply_async((key,), {"held_ranking": held_ranking}, queue=flow.correlation_queue(key), countdown=wait)
+        correlate_key.apply_async(
+            (key,), {"held_ranking": held_ranking}, queue=flow.correlation_queue(key), countdown=wait
+        )
         return
     if held_ranking:
         cache.delete(flow.ranking_flag(key))  # from now on, a run holding rankings back asks for another

@@ -2,6 +2,7 @@
 change events of its cluster around it, its evidence series and what people did. The pure
 builders live in `correlate.series`, `correlate.timeline` and `correlate.matrix`; this module
 turns rows into their inputs, and keeps human matrix edits (every edit a new row)."""
+
 from __future__ import annotations
 
 from dataclasses import dataclass
@@ -36,24 +37,45 @@ class Evidence:
     gaps: list[EvidenceGap]
 
     def timeline(self) -> list[Item]:
-        return build_timeline(alerts=self.alerts, crossings=self.crossings, actions=self.actions, bands=catalog().bands)
+        return build_timeline(
+            alerts=self.alerts, crossings=self.crossings, actions=self.actions, bands=catalog().bands
+        )
 
     def durations(self) -> Durations:
         i = self.incident
-        return durations(alerts=self.alerts, crossings=self.crossings, acknowledged_at=i.acknowledged_at,
-                         mitigated_at=i.mitigated_at, resolved_at=i.resolved_at)
+        return durations(
+            alerts=self.alerts,
+            crossings=self.crossings,
+            acknowledged_at=i.acknowledged_at,
+            mitigated_at=i.mitigated_at,
+            resolved_at=i.resolved_at,
+        )
 
     def suggested_matrix(self) -> list[Row]:
-        return suggest_matrix(alerts=self.alerts, crossings=self.crossings, actions=self.actions, catalog=catalog(),
-                              root_alert_id=self.incident.root_alert_id)
+        return suggest_matrix(
+            alerts=self.alerts,
+            crossings=self.crossings,
+            actions=self.actions,
+            catalog=catalog(),
+            root_alert_id=self.incident.root_alert_id,
+        )
 
 
 def alert_fact(alert: Alert) -> AlertFact:
     return AlertFact(
-        id=alert.pk, alertname=alert.alertname, starts_at=alert.starts_at, ends_at=alert.ends_at, status=alert.status,
-        kind=alert.kind, layer=alert.layer, failure_mode=alert.failure_mode, labels=alert.labels or {},
-        annotations=alert.annotations or {}, false_positive=alert.false_positive,
-        source=alert.integration.kind if alert.integration_id else "", severity=str((alert.labels or {}).get("severity", "")),
+        id=alert.pk,
+        alertname=alert.alertname,
+        starts_at=alert.starts_at,
+        ends_at=alert.ends_at,
+        status=alert.status,
+        kind=alert.kind,
+        layer=alert.layer,
+        failure_mode=alert.failure_mode,
+        labels=alert.labels or {},
+        annotations=alert.annotations or {},
+        false_positive=alert.false_positive,
+        source=alert.integration.kind if alert.integration_id else "",
+        severity=str((alert.labels or {}).get("severity", "")),
     )
 
 
@@ -64,21 +86,44 @@ def incident_window_end(incident: Incident) -> datetime:
 def scope_alerts(incident: Incident) -> list[Alert]:
     """The incident's alerts plus the change events of its cluster from an hour before it started
     to its end: a change just before trouble is a suspect even when correlation left it out."""
-    changes = Q(kind=Alert.Kind.CHANGE, correlation_key=incident.correlation_key,
-                starts_at__gte=incident.started_at - CHANGE_LOOKBACK, starts_at__lte=incident_window_end(incident))
-    rows = Alert.objects.filter(Q(incident=incident) | changes).select_related("integration").order_by("starts_at", "id")
+    changes = Q(
+        kind=Alert.Kind.CHANGE,
+        correlation_key=incident.correlation_key,
+        starts_at__gte=incident.started_at - CHANGE_LOOKBACK,
+        starts_at__lte=incident_window_end(incident),
+    )
+    rows = (
+        Alert.objects.filter(Q(incident=incident) | changes)
+        .select_related("integration")
+        .order_by("starts_at", "id")
+    )
     return list(rows)
 
 
 def series_of(row: EvidenceSeries) -> Series:
-    return Series(id=row.pk, signal=row.signal, labels=row.labels or {}, points=finite(unpack_points(row.points)), query=row.query)
+    return Series(
+        id=row.pk,
+        signal=row.signal,
+        labels=row.labels or {},
+        points=finite(unpack_points(row.points)),
+        query=row.query,
+    )
 
 
 def incident_evidence(incident: Incident, *, hysteresis: Hysteresis = Hysteresis()) -> Evidence:
     bands = catalog().bands
-    series = [series_of(row) for row in EvidenceSeries.objects.filter(incident=incident).order_by("signal", "id")]
+    series = [
+        series_of(row) for row in EvidenceSeries.objects.filter(incident=incident).order_by("signal", "id")
+    ]
     actions = [
-        ActionFact(id=a.pk, action=a.action, at=a.at, by=a.by.username if a.by else None, body=a.body or {}, alert_id=a.alert_id)
+        ActionFact(
+            id=a.pk,
+            action=a.action,
+            at=a.at,
+            by=a.by.username if a.by else None,
+            body=a.body or {},
+            alert_id=a.alert_id,
+        )
         for a in IncidentAction.objects.filter(incident=incident).select_related("by").order_by("at", "id")
     ]
     return Evidence(
@@ -111,7 +156,11 @@ def incident_detect_s(incident: Incident) -> float | None:
 def current_cells(incident: Incident) -> dict[tuple[str, str], MatrixCell]:
     """The newest human cell per (layer, column); older rows are its history."""
     cells: dict[tuple[str, str], MatrixCell] = {}
-    for cell in MatrixCell.objects.filter(incident=incident).select_related("edited_by").order_by("-created_at", "-id"):
+    for cell in (
+        MatrixCell.objects.filter(incident=incident)
+        .select_related("edited_by")
+        .order_by("-created_at", "-id")
+    ):
         cells.setdefault((cell.layer, cell.column), cell)
     return cells
 
@@ -122,7 +171,9 @@ def incident_matrix(incident: Incident, *, evidence: Evidence | None = None) -> 
     human = current_cells(incident)
     layers = [row.layer for row in suggested]
     order = {layer: i for i, layer in enumerate(catalog().layers)}
-    layers += sorted({layer for layer, _ in human} - set(layers), key=lambda name: (order.get(name, len(order)), name))
+    layers += sorted(
+        {layer for layer, _ in human} - set(layers), key=lambda name: (order.get(name, len(order)), name)
+    )
     by_layer = {row.layer: row for row in suggested}
     result = []
     for layer in layers:
@@ -130,10 +181,17 @@ def incident_matrix(incident: Incident, *, evidence: Evidence | None = None) -> 
         for column in COLUMNS:
             cell = human.get((layer, column))
             if cell is not None:
-                row[column] = {"text": cell.text, "evidence": cell.evidence,
-                               "edited_by": cell.edited_by.username if cell.edited_by else None}
+                row[column] = {
+                    "text": cell.text,
+                    "evidence": cell.evidence,
+                    "edited_by": cell.edited_by.username if cell.edited_by else None,
+                }
             else:
-                base = by_layer[layer].cell(column).as_dict() if layer in by_layer else {"text": "", "evidence": []}
+                base = (
+                    by_layer[layer].cell(column).as_dict()
+                    if layer in by_layer
+                    else {"text": "", "evidence": []}
+                )
                 row[column] = {**base, "edited_by": None}
         result.append(row)
     return result

@@ -1,27 +1,27 @@
 """HTTP interfaces: the webhook, health, metrics and pages. They only call services and render."""
+
 from __future__ import annotations
 
 import logging
 import time
 
 from django.conf import settings
+from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.core.cache import cache
 from django.db import DatabaseError, DataError, IntegrityError, InterfaceError, OperationalError, connection
-from django.http import HttpRequest, HttpResponse, JsonResponse
-from django.contrib import messages
-from django.http import Http404
+from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
-from django.views.decorators.http import require_POST
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
+from django.views.decorators.http import require_POST
 
-from incidents import selectors, services
 from correlate.ingest.events import routing_key_of
+from incidents import selectors, services
 from incidents.action_bodies import incident_act_on_body
+from incidents.models import Delivery, Incident, Integration
 from incidents.services.errors import RootlineError
 from incidents.services.roles import has_role
-from incidents.models import Delivery, Incident, Integration
 
 logger = logging.getLogger(__name__)
 
@@ -74,7 +74,9 @@ def webhook_answer(request: HttpRequest, kind: str, integration_id: int) -> Http
             return webhook_receive(request, kind, integration_id, headers, declared, body)
     except (DataError, IntegrityError) as exc:
         # A value the parsers let through but the database refuses: retrying cannot help.
-        return json_error(400, f"body: a value could not be stored ({exc.__class__.__name__}); nothing was stored")
+        return json_error(
+            400, f"body: a value could not be stored ({exc.__class__.__name__}); nothing was stored"
+        )
     except DatabaseError:
         response = json_error(503, "storage unavailable; nothing was stored, send again")
         response["Retry-After"] = str(RETRY_AFTER_STORAGE_S)
@@ -82,21 +84,32 @@ def webhook_answer(request: HttpRequest, kind: str, integration_id: int) -> Http
 
 
 def webhook_receive(
-    request: HttpRequest, kind: str, integration_id: int, headers: dict[str, str], declared: int, body: "ReadOnce"
+    request: HttpRequest,
+    kind: str,
+    integration_id: int,
+    headers: dict[str, str],
+    declared: int,
+    body: ReadOnce,
 ) -> HttpResponse:
-    integration = services.integration_authenticate(integration_id=integration_id, kind=kind, token=bearer_token(request))
+    integration = services.integration_authenticate(
+        integration_id=integration_id, kind=kind, token=bearer_token(request)
+    )
     if integration is None and kind == Integration.Kind.EVENTS and declared <= settings.MAX_BODY:
         integration = services.integration_authenticate(
             integration_id=integration_id, kind=kind, token=routing_key_of(body.read()) or ""
         )
     if integration is None:
-        return json_error(401, "missing or wrong token: send 'Authorization: Bearer <token>' of this integration")
+        return json_error(
+            401, "missing or wrong token: send 'Authorization: Bearer <token>' of this integration"
+        )
     if declared > settings.MAX_BODY:
         return too_large(integration, declared, headers)
     data = body.read()
     if len(data) > settings.MAX_BODY:
         return too_large(integration, len(data), headers)
-    receipt = services.delivery_receive(integration=integration, body=data, headers=headers, admit=rate_limiter(integration))
+    receipt = services.delivery_receive(
+        integration=integration, body=data, headers=headers, admit=rate_limiter(integration)
+    )
     status = receipt.status_code
     if receipt.throttled and kind != Integration.Kind.EVENTS:
         status = 503  # Alertmanager and Grafana retry only 5xx: a 429 would lose the body for good
@@ -169,7 +182,9 @@ def healthz(request: HttpRequest) -> JsonResponse:
     if not settings.CELERY_TASK_ALWAYS_EAGER:
         checks["broker"] = selectors.broker_status()
     healthy = all(value in ("ok", "eager") for value in checks.values())
-    return JsonResponse({"status": "ok" if healthy else "unhealthy", **checks}, status=200 if healthy else 503)
+    return JsonResponse(
+        {"status": "ok" if healthy else "unhealthy", **checks}, status=200 if healthy else 503
+    )
 
 
 @never_cache

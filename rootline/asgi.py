@@ -1,4 +1,5 @@
 """ASGI entry point, for servers that prefer it."""
+
 import os
 
 import django

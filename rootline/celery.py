@@ -1,4 +1,5 @@
 """The Celery app: configured from Django settings (CELERY_* names), tasks found in the apps."""
+
 import os
 
 from celery import Celery

@@ -1,4 +1,5 @@
 """Pausing Python's cyclic garbage collector around work that builds many objects and few cycles."""
+
 from __future__ import annotations
 
 import gc

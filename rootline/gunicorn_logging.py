@@ -5,6 +5,7 @@ logged by Django (`django.request`); the access log line for each 2xx webhook an
 that at a tenth of the web CPU a 1-alert delivery costs (bench/ingest). Pages, the API and
 every webhook error keep their access log lines. Imports nothing from Django: gunicorn loads
 it in the arbiter."""
+
 from gunicorn.glogging import Logger
 
 

@@ -1,4 +1,5 @@
 """Request checks every page shares."""
+
 from __future__ import annotations
 
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
@@ -17,5 +18,7 @@ class NulQueryMiddleware:
         if not request.path_info.startswith(("/api/", "/hooks/")) and any(
             "\x00" in key or any("\x00" in value for value in values) for key, values in request.GET.lists()
         ):
-            return HttpResponseBadRequest("query string: contains a NUL byte", content_type="text/plain; charset=utf-8")
+            return HttpResponseBadRequest(
+                "query string: contains a NUL byte", content_type="text/plain; charset=utf-8"
+            )
         return self.get_response(request)

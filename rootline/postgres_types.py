@@ -7,6 +7,7 @@ With the session in UTC, as Django keeps it when USE_TZ is on and DATABASES sets
 the C loader returns the very same values, with `datetime.timezone.utc`, 9x faster
 (`tests/incidents/test_postgres_types.py`).
 """
+
 from __future__ import annotations
 
 import datetime
@@ -24,7 +25,7 @@ class UtcTimestamptzLoader(Loader):
     """psycopg's C `timestamptz` loader under the name Django looks for: Django's `create_cursor`
     compares `timezone` with the connection's and registers its own loader when they differ."""
 
-    timezone = datetime.timezone.utc
+    timezone = datetime.UTC
 
     def __init__(self, oid: int, context=None) -> None:
         super().__init__(oid, context)
@@ -43,6 +44,6 @@ def use_c_timestamps(sender, connection, **kwargs) -> None:
     """`connection_created` receiver: a PostgreSQL connection in UTC loads timestamps in C."""
     if connection.vendor != "postgresql" or not has_c_loader():
         return
-    if connection.timezone is not datetime.timezone.utc or connection.timezone_name != "UTC":
+    if connection.timezone is not datetime.UTC or connection.timezone_name != "UTC":
         return  # Django's loader relabels values in another zone; leave it to do so
     connection.connection.adapters.register_loader(TIMESTAMPTZ_OID, UtcTimestamptzLoader)

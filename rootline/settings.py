@@ -3,6 +3,7 @@
 The variables are the public contract's (README, docs/contract.md). With none set, Rootline runs
 as a zero-setup demo: SQLite in the project's data folder, Celery eager, plain HTTP on loopback.
 """
+
 from __future__ import annotations
 
 import os
@@ -219,7 +220,9 @@ CORRELATION_PACE_SECONDS = env_whole("ROOTLINE_CORRELATION_PACE_MS", 250, 0, 60_
 CORRELATION_SLICE = env_whole("ROOTLINE_CORRELATION_SLICE", 3000, 100, 100_000, "alerts")
 # A worker's kept state ranks an incident of 500 alerts or more (edges, chain, root candidates)
 # at most this often; its alerts join it on every run meanwhile (incidents/services/correlation/state.py).
-CORRELATION_RANK_EVERY_SECONDS = env_whole("ROOTLINE_CORRELATION_RANK_EVERY_MS", 5000, 0, 600_000, "milliseconds") / 1000
+CORRELATION_RANK_EVERY_SECONDS = (
+    env_whole("ROOTLINE_CORRELATION_RANK_EVERY_MS", 5000, 0, 600_000, "milliseconds") / 1000
+)
 # An imported action whose alerts have not arrived this long after it was kept (import_actions
 # before import_alerts) expires, naming them, and is no longer retried (incidents/replay.py).
 PENDING_ACTION_TTL_HOURS = env_whole("ROOTLINE_PENDING_ACTION_TTL_HOURS", 24, 1, 8760, "hours")
@@ -255,7 +258,9 @@ ROOTLINE_INGEST_DRAIN = env_flag(
 ROOTLINE_INTEGRATION_CACHE_SECONDS = float(os.environ.get("ROOTLINE_INTEGRATION_CACHE_SECONDS", "2") or 2)
 
 if CELERY_BROKER_URL and CELERY_BROKER_URL.startswith("redis"):
-    CACHES = {"default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CELERY_BROKER_URL}}
+    CACHES = {
+        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CELERY_BROKER_URL}
+    }
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}
 

@@ -1,4 +1,5 @@
 """Test settings: the real settings with faster password hashing and an in-memory default database."""
+
 import os
 
 os.environ.setdefault("ROOTLINE_SECRET_KEY", "test-only-not-secret")

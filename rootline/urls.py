@@ -1,4 +1,5 @@
 """Routes: webhooks, the REST API, pages, health and metrics."""
+
 from django.contrib import admin
 from django.urls import include, path, re_path
 

@@ -8,6 +8,7 @@ would, without the per-request `SELECT 1` health check: a connection the server 
 retried once by the view. Anything else, or a host Django would refuse, goes the full way.
 `bench/ingest` measured this path at about half the web CPU of a webhook request.
 """
+
 import gc
 import os
 import re
@@ -35,10 +36,10 @@ from django.core.exceptions import DisallowedHost  # noqa: E402
 from django.core.handlers.exception import response_for_exception  # noqa: E402
 from django.core.handlers.wsgi import get_script_name  # noqa: E402
 from django.db import DEFAULT_DB_ALIAS, connections  # noqa: E402
-from django.utils.cache import add_never_cache_headers  # noqa: E402
 from django.middleware.clickjacking import XFrameOptionsMiddleware  # noqa: E402
 from django.middleware.security import SecurityMiddleware  # noqa: E402
 from django.urls import set_script_prefix  # noqa: E402
+from django.utils.cache import add_never_cache_headers  # noqa: E402
 from django.utils.http import http_date  # noqa: E402
 from django.utils.log import log_response  # noqa: E402
 
@@ -101,7 +102,9 @@ def webhook_application(environ, start_response, kind: str, integration_id: int)
     connection.close_if_unusable_or_obsolete()  # what close_old_connections does per request
     connection.health_check_done = True  # no SELECT 1: the view retries a dropped connection once
     try:
-        response = security.process_request(request) or never_cached(views.webhook_answer(request, kind, integration_id))
+        response = security.process_request(request) or never_cached(
+            views.webhook_answer(request, kind, integration_id)
+        )
     except Exception as exc:  # noqa: BLE001 - as Django's handler: a 500 page, logged
         response = response_for_exception(request, exc)
     response = security.process_response(request, frame_options.process_response(request, response))

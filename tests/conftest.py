@@ -3,6 +3,7 @@
 With REQUIRE_SERVICES=1 (CI), a test that lacks a service or binary fails instead of skipping,
 so nothing real is silently left out.
 """
+
 from __future__ import annotations
 
 import os
@@ -142,7 +143,9 @@ def deliver(post_hook, django_capture_on_commit_callbacks):
         if response.status_code == 202:
             with django_capture_on_commit_callbacks(execute=False):
                 process_delivery(response.json()["delivery"])
-            for key in sorted(set(Alert.objects.filter(correlated=False).values_list("correlation_key", flat=True))):
+            for key in sorted(
+                set(Alert.objects.filter(correlated=False).values_list("correlation_key", flat=True))
+            ):
                 correlate_key(key)
         return response
 
@@ -170,8 +173,14 @@ def start_workers(transactional_db):
     redis.Redis.from_url(broker).flushdb()
     processes: list[subprocess.Popen] = []
 
-    def start(count: int = 1, concurrency: int = 2, *, queues: str | None = None, extra_env: dict | None = None,
-              log: Path | None = None) -> list[subprocess.Popen]:
+    def start(
+        count: int = 1,
+        concurrency: int = 2,
+        *,
+        queues: str | None = None,
+        extra_env: dict | None = None,
+        log: Path | None = None,
+    ) -> list[subprocess.Popen]:
         """`count` workers on `queues` (default: ingestion, correlation and evidence); with `log`, at INFO
         level into that file."""
         from django.conf import settings
@@ -181,14 +190,39 @@ def start_workers(transactional_db):
         for _ in range(count):
             name = f"test-{os.getpid()}-{len(processes)}@%h"
             output = open(log, "ab") if log else subprocess.DEVNULL
-            processes.append(subprocess.Popen(
-                [sys.executable, "-m", "celery", "-A", "rootline", "worker", "--loglevel", "INFO" if log else "WARNING",
-                 "--concurrency", str(concurrency), "-Q", queues or f"rootline,{settings.CELERY_CORRELATION_QUEUE},{settings.CELERY_EVIDENCE_QUEUE}",
-                 "--without-heartbeat", "--without-mingle", "--without-gossip", "-n", name],
-                cwd=ROOT, env={**env, **(extra_env or {})}, stdout=output, stderr=subprocess.STDOUT if log else subprocess.DEVNULL,
-            ))
-        wait_until(lambda: len(app.control.ping(timeout=0.5) or []) >= len(processes), timeout=45,
-                   what=f"{len(processes)} Celery workers to answer a ping")
+            processes.append(
+                subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "celery",
+                        "-A",
+                        "rootline",
+                        "worker",
+                        "--loglevel",
+                        "INFO" if log else "WARNING",
+                        "--concurrency",
+                        str(concurrency),
+                        "-Q",
+                        queues
+                        or f"rootline,{settings.CELERY_CORRELATION_QUEUE},{settings.CELERY_EVIDENCE_QUEUE}",
+                        "--without-heartbeat",
+                        "--without-mingle",
+                        "--without-gossip",
+                        "-n",
+                        name,
+                    ],
+                    cwd=ROOT,
+                    env={**env, **(extra_env or {})},
+                    stdout=output,
+                    stderr=subprocess.STDOUT if log else subprocess.DEVNULL,
+                )
+            )
+        wait_until(
+            lambda: len(app.control.ping(timeout=0.5) or []) >= len(processes),
+            timeout=45,
+            what=f"{len(processes)} Celery workers to answer a ping",
+        )
         return processes
 
     yield start

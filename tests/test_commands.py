@@ -1,4 +1,5 @@
 """Management commands of the contract: integration add, api_token, import_alerts."""
+
 from __future__ import annotations
 
 import json
@@ -25,8 +26,12 @@ def test_integration_add_prints_one_json_line_with_a_working_url_and_token(clien
     assert set(created) == {"id", "kind", "name", "url", "token"}
     integration = Integration.objects.get(pk=created["id"])
     assert integration.rate_limit == 50 and integration.token_matches(created["token"])
-    response = client.post(created["url"], b'{"alerts": []}', content_type="application/json",
-                           HTTP_AUTHORIZATION=f"Bearer {created['token']}")
+    response = client.post(
+        created["url"],
+        b'{"alerts": []}',
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Bearer {created['token']}",
+    )
     assert response.status_code == 202 and response.json()["accepted"] == 0
 
 
@@ -51,12 +56,27 @@ def test_api_token_create_user_makes_a_responder_and_prints_the_bare_token_last(
 
 
 @pytest.mark.django_db
-def test_import_alerts_replays_bodies_and_a_second_run_changes_nothing(tmp_path, make_integration, django_capture_on_commit_callbacks):
+def test_import_alerts_replays_bodies_and_a_second_run_changes_nothing(
+    tmp_path, make_integration, django_capture_on_commit_callbacks
+):
     from incidents.tasks import process_delivery
 
     integration = make_integration()
-    lines = [json.dumps({"version": "4", "alerts": [{"labels": {"alertname": f"A{n}", "pod": "p"}, "startsAt": "2026-11-29T01:00:00Z",
-                                                      "status": "firing"}]}) for n in range(3)]
+    lines = [
+        json.dumps(
+            {
+                "version": "4",
+                "alerts": [
+                    {
+                        "labels": {"alertname": f"A{n}", "pod": "p"},
+                        "startsAt": "2026-11-29T01:00:00Z",
+                        "status": "firing",
+                    }
+                ],
+            }
+        )
+        for n in range(3)
+    ]
     lines.append("{broken")
     path = tmp_path / "alerts.jsonl"
     path.write_text("\n".join(lines) + "\n")

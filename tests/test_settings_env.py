@@ -1,4 +1,5 @@
 """Settings come from the environment exactly as the contract's table says."""
+
 from __future__ import annotations
 
 import json
@@ -15,14 +16,24 @@ PROBE = (
     "'debug': settings.DEBUG, 'max_body': settings.MAX_BODY, 'ssl_redirect': getattr(settings, 'SECURE_SSL_REDIRECT', False),"
     "'options': {k: str(v) for k, v in db.get('OPTIONS', {}).items()}}))"
 )
-ROOTLINE_VARS = ("DATABASE_URL", "CELERY_BROKER_URL", "ROOTLINE_SECRET_KEY", "ROOTLINE_DEBUG", "ROOTLINE_ALLOWED_HOSTS",
-                 "ROOTLINE_HTTPS", "ROOTLINE_MAX_BODY", "DJANGO_SETTINGS_MODULE")
+ROOTLINE_VARS = (
+    "DATABASE_URL",
+    "CELERY_BROKER_URL",
+    "ROOTLINE_SECRET_KEY",
+    "ROOTLINE_DEBUG",
+    "ROOTLINE_ALLOWED_HOSTS",
+    "ROOTLINE_HTTPS",
+    "ROOTLINE_MAX_BODY",
+    "DJANGO_SETTINGS_MODULE",
+)
 
 
 def run_settings(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
     clean = {key: value for key, value in os.environ.items() if key not in ROOTLINE_VARS}
     clean.update({"DJANGO_SETTINGS_MODULE": "rootline.settings", "ROOTLINE_DATA_DIR": str(tmp_path), **env})
-    return subprocess.run([sys.executable, "-c", PROBE], cwd=ROOT, env=clean, capture_output=True, text=True, timeout=60)
+    return subprocess.run(
+        [sys.executable, "-c", PROBE], cwd=ROOT, env=clean, capture_output=True, text=True, timeout=60
+    )
 
 
 def test_nothing_configured_gives_sqlite_eager_celery_and_debug_off(tmp_path):
@@ -31,13 +42,20 @@ def test_nothing_configured_gives_sqlite_eager_celery_and_debug_off(tmp_path):
     probed = json.loads(result.stdout)
     assert probed["engine"] == "django.db.backends.sqlite3" and probed["name"].startswith(str(tmp_path))
     assert probed["eager"] is True and probed["debug"] is False and probed["max_body"] == 10 * 1024 * 1024
-    assert probed["options"]["transaction_mode"] == "IMMEDIATE" and "journal_mode=WAL" in probed["options"]["init_command"]
+    assert (
+        probed["options"]["transaction_mode"] == "IMMEDIATE"
+        and "journal_mode=WAL" in probed["options"]["init_command"]
+    )
     assert (tmp_path / "secret_key").exists()
 
 
 def test_database_url_and_broker_select_postgresql_and_a_real_queue(tmp_path):
-    result = run_settings(tmp_path, DATABASE_URL="postgres://postgres@127.0.0.1:5432/x", CELERY_BROKER_URL="redis://127.0.0.1:6379/9",
-                          ROOTLINE_MAX_BODY="2048")
+    result = run_settings(
+        tmp_path,
+        DATABASE_URL="postgres://postgres@127.0.0.1:5432/x",
+        CELERY_BROKER_URL="redis://127.0.0.1:6379/9",
+        ROOTLINE_MAX_BODY="2048",
+    )
     probed = json.loads(result.stdout)
     assert probed["engine"] == "django.db.backends.postgresql" and probed["name"] == "x"
     assert probed["eager"] is False and probed["max_body"] == 2048
@@ -60,7 +78,10 @@ def test_correlation_shards_must_be_a_small_whole_number(tmp_path):
     assert run_settings(tmp_path, ROOTLINE_CORRELATION_SHARDS="3").returncode == 0
     for bad in ("0", "two", "-1", "65"):
         result = run_settings(tmp_path, ROOTLINE_CORRELATION_SHARDS=bad)
-        assert result.returncode != 0 and "ROOTLINE_CORRELATION_SHARDS must be a whole number from 1 to 64" in result.stderr, bad
+        assert (
+            result.returncode != 0
+            and "ROOTLINE_CORRELATION_SHARDS must be a whole number from 1 to 64" in result.stderr
+        ), bad
 
 
 def test_correlation_pace_is_whole_milliseconds_up_to_a_minute(tmp_path):
@@ -68,7 +89,10 @@ def test_correlation_pace_is_whole_milliseconds_up_to_a_minute(tmp_path):
         assert run_settings(tmp_path, ROOTLINE_CORRELATION_PACE_MS=good).returncode == 0, good
     for bad in ("-5", "0.5", "fast", "60001"):
         result = run_settings(tmp_path, ROOTLINE_CORRELATION_PACE_MS=bad)
-        assert result.returncode != 0 and "ROOTLINE_CORRELATION_PACE_MS must be a whole number of milliseconds" in result.stderr, bad
+        assert (
+            result.returncode != 0
+            and "ROOTLINE_CORRELATION_PACE_MS must be a whole number of milliseconds" in result.stderr
+        ), bad
 
 
 def test_correlation_slice_is_a_whole_number_of_alerts_from_100_to_100000(tmp_path):
@@ -76,7 +100,10 @@ def test_correlation_slice_is_a_whole_number_of_alerts_from_100_to_100000(tmp_pa
         assert run_settings(tmp_path, ROOTLINE_CORRELATION_SLICE=good).returncode == 0, good
     for bad in ("99", "0", "-1000", "1e4", "lots", "100001"):
         result = run_settings(tmp_path, ROOTLINE_CORRELATION_SLICE=bad)
-        assert result.returncode != 0 and "ROOTLINE_CORRELATION_SLICE must be a whole number of alerts" in result.stderr, bad
+        assert (
+            result.returncode != 0
+            and "ROOTLINE_CORRELATION_SLICE must be a whole number of alerts" in result.stderr
+        ), bad
 
 
 def test_correlation_rank_every_is_whole_milliseconds_up_to_ten_minutes(tmp_path):
@@ -84,7 +111,10 @@ def test_correlation_rank_every_is_whole_milliseconds_up_to_ten_minutes(tmp_path
         assert run_settings(tmp_path, ROOTLINE_CORRELATION_RANK_EVERY_MS=good).returncode == 0, good
     for bad in ("-1", "2.5", "often", "600001"):
         result = run_settings(tmp_path, ROOTLINE_CORRELATION_RANK_EVERY_MS=bad)
-        assert result.returncode != 0 and "ROOTLINE_CORRELATION_RANK_EVERY_MS must be a whole number of milliseconds" in result.stderr, bad
+        assert (
+            result.returncode != 0
+            and "ROOTLINE_CORRELATION_RANK_EVERY_MS must be a whole number of milliseconds" in result.stderr
+        ), bad
 
 
 def test_pending_action_ttl_is_whole_hours_up_to_a_year(tmp_path):
@@ -92,4 +122,7 @@ def test_pending_action_ttl_is_whole_hours_up_to_a_year(tmp_path):
         assert run_settings(tmp_path, ROOTLINE_PENDING_ACTION_TTL_HOURS=good).returncode == 0, good
     for bad in ("0", "-1", "1.5", "forever", "8761"):
         result = run_settings(tmp_path, ROOTLINE_PENDING_ACTION_TTL_HOURS=bad)
-        assert result.returncode != 0 and "ROOTLINE_PENDING_ACTION_TTL_HOURS must be a whole number of hours" in result.stderr, bad
+        assert (
+            result.returncode != 0
+            and "ROOTLINE_PENDING_ACTION_TTL_HOURS must be a whole number of hours" in result.stderr
+        ), bad

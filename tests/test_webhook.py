@@ -1,4 +1,5 @@
 """The webhook's behaviour through the real URL: storage, idempotency, occurrences, limits."""
+
 from __future__ import annotations
 
 import json
@@ -14,24 +15,46 @@ SAMPLES = Path(__file__).resolve().parent / "fixtures" / "alertmanager"
 
 
 def am_body(*alerts: dict, status: str = "firing") -> bytes:
-    return json.dumps({
-        "version": "4", "groupKey": "{}:{alertname=\"X\"}", "truncatedAlerts": 0, "status": status,
-        "receiver": "rootline", "groupLabels": {}, "commonLabels": {}, "commonAnnotations": {},
-        "externalURL": "http://127.0.0.1:9093", "alerts": list(alerts),
-    }).encode()
+    return json.dumps(
+        {
+            "version": "4",
+            "groupKey": '{}:{alertname="X"}',
+            "truncatedAlerts": 0,
+            "status": status,
+            "receiver": "rootline",
+            "groupLabels": {},
+            "commonLabels": {},
+            "commonAnnotations": {},
+            "externalURL": "http://127.0.0.1:9093",
+            "alerts": list(alerts),
+        }
+    ).encode()
 
 
-def am_alert(name: str = "LLMContainerOOMKilled", *, pod: str = "vllm-llama-7d9f8-abcde", starts: str = "2026-11-29T02:00:00.123Z",
-             status: str = "firing", ends: str = "0001-01-01T00:00:00Z", **labels: str) -> dict:
+def am_alert(
+    name: str = "LLMContainerOOMKilled",
+    *,
+    pod: str = "vllm-llama-7d9f8-abcde",
+    starts: str = "2026-11-29T02:00:00.123Z",
+    status: str = "firing",
+    ends: str = "0001-01-01T00:00:00Z",
+    **labels: str,
+) -> dict:
     return {
-        "status": status, "labels": {"alertname": name, "pod": pod, "cluster": "c1", **labels},
-        "annotations": {"summary": f"{name} on {pod}"}, "startsAt": starts, "endsAt": ends,
-        "generatorURL": "http://prom/graph?g0.expr=x", "fingerprint": f"fp-{name}-{pod}",
+        "status": status,
+        "labels": {"alertname": name, "pod": pod, "cluster": "c1", **labels},
+        "annotations": {"summary": f"{name} on {pod}"},
+        "startsAt": starts,
+        "endsAt": ends,
+        "generatorURL": "http://prom/graph?g0.expr=x",
+        "fingerprint": f"fp-{name}-{pod}",
     }
 
 
 @pytest.mark.django_db
-def test_alert_ingest_stores_body_before_answering_and_processes_by_task(make_integration, post_hook, django_capture_on_commit_callbacks):
+def test_alert_ingest_stores_body_before_answering_and_processes_by_task(
+    make_integration, post_hook, django_capture_on_commit_callbacks
+):
     integration = make_integration()
     body = am_body(am_alert())
     with django_capture_on_commit_callbacks(execute=False) as callbacks:
@@ -51,7 +74,9 @@ def test_alert_ingest_stores_body_before_answering_and_processes_by_task(make_in
 
 
 @pytest.mark.django_db
-def test_alert_ingest_duplicate_delivery_is_noop(make_integration, post_hook, deliver, django_capture_on_commit_callbacks):
+def test_alert_ingest_duplicate_delivery_is_noop(
+    make_integration, post_hook, deliver, django_capture_on_commit_callbacks
+):
     integration = make_integration()
     body = am_body(am_alert(), am_alert("VLLMQueueHigh"))
     first = deliver(integration, body)
@@ -75,7 +100,9 @@ def test_alert_ingest_group_resend_with_new_member_adds_only_the_new_alert(make_
 
 
 @pytest.mark.django_db
-def test_resolved_notification_closes_the_occurrence_and_late_firing_does_not_reopen_it(make_integration, deliver):
+def test_resolved_notification_closes_the_occurrence_and_late_firing_does_not_reopen_it(
+    make_integration, deliver
+):
     integration = make_integration()
     deliver(integration, am_body(am_alert()))
     resolved = am_alert(status="resolved", ends="2026-11-29T02:05:00Z")
@@ -153,8 +180,17 @@ def test_over_rate_limit_answers_with_retry_after(make_integration, post_hook, k
     cache.clear()
     integration = make_integration(kind, rate_limit=2)
     if kind == "events":
-        bodies = [json.dumps({"routing_key": "x", "event_action": "trigger", "dedup_key": f"k{n}",
-                              "payload": {"summary": f"s{n}", "source": "h", "severity": "error"}}) for n in range(5)]
+        bodies = [
+            json.dumps(
+                {
+                    "routing_key": "x",
+                    "event_action": "trigger",
+                    "dedup_key": f"k{n}",
+                    "payload": {"summary": f"s{n}", "source": "h", "severity": "error"},
+                }
+            )
+            for n in range(5)
+        ]
     else:
         bodies = [am_body(am_alert(pod=f"pod-{n}")) for n in range(5)]
     statuses = [post_hook(integration, body) for body in bodies]
@@ -183,31 +219,61 @@ def test_storage_unavailable_is_503_with_retry_after(make_integration, post_hook
 
 
 @pytest.mark.django_db
-def test_events_trigger_updates_open_occurrence_and_retrigger_after_resolve_opens_new(make_integration, deliver):
+def test_events_trigger_updates_open_occurrence_and_retrigger_after_resolve_opens_new(
+    make_integration, deliver
+):
     integration = make_integration("events")
 
     def event(action: str, at: str, summary: str = "KV cache full on vllm-a") -> bytes:
-        return json.dumps({"routing_key": integration.plain_token, "event_action": action, "dedup_key": "kv-a",
-                           "payload": {"summary": summary, "source": "vllm-a", "severity": "critical", "timestamp": at,
-                                       "custom_details": {"alertname": "VLLMKVCacheFull", "pod": "vllm-a-1", "ratio": 0.97}}}).encode()
+        return json.dumps(
+            {
+                "routing_key": integration.plain_token,
+                "event_action": action,
+                "dedup_key": "kv-a",
+                "payload": {
+                    "summary": summary,
+                    "source": "vllm-a",
+                    "severity": "critical",
+                    "timestamp": at,
+                    "custom_details": {"alertname": "VLLMKVCacheFull", "pod": "vllm-a-1", "ratio": 0.97},
+                },
+            }
+        ).encode()
 
-    for body in (event("trigger", "2026-11-29T01:00:00Z"), event("trigger", "2026-11-29T01:01:00Z", "still full")):
+    for body in (
+        event("trigger", "2026-11-29T01:00:00Z"),
+        event("trigger", "2026-11-29T01:01:00Z", "still full"),
+    ):
         assert deliver(integration, body).status_code == 202
     alert = Alert.objects.get()
     assert alert.alertname == "VLLMKVCacheFull" and alert.labels["ratio"] == "0.97"
     assert alert.annotations["summary"] == "still full" and alert.starts_at.minute == 0
     deliver(integration, event("resolve", "2026-11-29T01:05:00Z"))
     deliver(integration, event("trigger", "2026-11-29T02:00:00Z"))
-    assert list(Alert.objects.order_by("starts_at").values_list("status", flat=True)) == ["resolved", "firing"]
+    assert list(Alert.objects.order_by("starts_at").values_list("status", flat=True)) == [
+        "resolved",
+        "firing",
+    ]
 
 
 @pytest.mark.django_db
 def test_events_routing_key_in_body_authenticates(make_integration, post_hook):
     integration = make_integration("events")
-    body = json.dumps({"routing_key": integration.plain_token, "event_action": "trigger",
-                       "payload": {"summary": "s", "source": "h", "severity": "info"}})
+    body = json.dumps(
+        {
+            "routing_key": integration.plain_token,
+            "event_action": "trigger",
+            "payload": {"summary": "s", "source": "h", "severity": "info"},
+        }
+    )
     assert post_hook(integration, body, token="").status_code == 202
-    wrong = json.dumps({"routing_key": "wrong", "event_action": "trigger", "payload": {"summary": "s", "source": "h", "severity": "info"}})
+    wrong = json.dumps(
+        {
+            "routing_key": "wrong",
+            "event_action": "trigger",
+            "payload": {"summary": "s", "source": "h", "severity": "info"},
+        }
+    )
     assert post_hook(integration, wrong, token="").status_code == 401
 
 
@@ -216,12 +282,30 @@ def test_change_event_is_a_resolved_process_occurrence(make_integration, deliver
     from correlate.events import event_fingerprint
 
     integration = make_integration("events")
-    body = json.dumps({"routing_key": integration.plain_token, "payload": {
-        "summary": "Deploy vllm-llama v0.12.1", "timestamp": "2026-11-29T01:10:00Z", "source": "argo",
-        "custom_details": {"cluster": "c1", "namespace": "llm", "deployment": "vllm-llama", "change_type": "deploy"}}})
+    body = json.dumps(
+        {
+            "routing_key": integration.plain_token,
+            "payload": {
+                "summary": "Deploy vllm-llama v0.12.1",
+                "timestamp": "2026-11-29T01:10:00Z",
+                "source": "argo",
+                "custom_details": {
+                    "cluster": "c1",
+                    "namespace": "llm",
+                    "deployment": "vllm-llama",
+                    "change_type": "deploy",
+                },
+            },
+        }
+    )
     deliver(integration, body)
     change = Alert.objects.get()
-    assert (change.kind, change.layer, change.failure_mode, change.status) == ("change", "process", "change", "resolved")
+    assert (change.kind, change.layer, change.failure_mode, change.status) == (
+        "change",
+        "process",
+        "change",
+        "resolved",
+    )
     assert change.fingerprint == event_fingerprint(source="argo", summary="Deploy vllm-llama v0.12.1")
     assert change.starts_at == change.ends_at and change.labels["deployment"] == "vllm-llama"
 
@@ -230,7 +314,9 @@ def test_change_event_is_a_resolved_process_occurrence(make_integration, deliver
 def test_rejected_delivery_can_be_replayed_after_a_fix(make_integration, post_hook):
 
     integration = make_integration()
-    response = post_hook(integration, b'{"alerts": [{"labels": {"alertname": "A"}, "startsAt": "yesterday"}]}')
+    response = post_hook(
+        integration, b'{"alerts": [{"labels": {"alertname": "A"}, "startsAt": "yesterday"}]}'
+    )
     assert response.status_code == 400
     delivery = Delivery.objects.get(pk=response.json()["delivery"])
     assert delivery.status == "rejected" and "alerts[0].startsAt" in delivery.error
@@ -239,7 +325,9 @@ def test_rejected_delivery_can_be_replayed_after_a_fix(make_integration, post_ho
 
 
 @pytest.mark.django_db
-def test_alerts_page_query_count_does_not_grow_with_alerts(make_integration, deliver, client, django_assert_max_num_queries):
+def test_alerts_page_query_count_does_not_grow_with_alerts(
+    make_integration, deliver, client, django_assert_max_num_queries
+):
     from django.contrib.auth.models import User
 
     integration = make_integration()
@@ -258,9 +346,13 @@ def test_zero_starts_at_alert_resent_in_a_changed_group_stays_one_occurrence(mak
     deliver(integration, am_body(zero))
     deliver(integration, am_body(zero, am_alert("Other")))
     assert Alert.objects.filter(alertname="GrafanaKVHigh").count() == 1
-    deliver(integration, am_body(dict(zero, status="resolved", endsAt="2026-11-29T03:00:00Z"), status="resolved"))
+    deliver(
+        integration, am_body(dict(zero, status="resolved", endsAt="2026-11-29T03:00:00Z"), status="resolved")
+    )
     alert = Alert.objects.get(alertname="GrafanaKVHigh")
-    assert alert.status == "resolved" and alert.ends_at >= alert.starts_at  # timed by arrival, so it cannot end before
+    assert (
+        alert.status == "resolved" and alert.ends_at >= alert.starts_at
+    )  # timed by arrival, so it cannot end before
 
 
 @pytest.mark.django_db
@@ -271,10 +363,20 @@ def test_events_trigger_with_other_labels_marks_the_occurrence_for_correlation(m
     integration = make_integration("events")
 
     def trigger(ratio: float) -> None:
-        body = json.dumps({"routing_key": integration.plain_token, "event_action": "trigger", "dedup_key": "kv-b",
-                           "payload": {"summary": "KV cache full", "source": "vllm-b", "severity": "critical",
-                                       "timestamp": "2026-11-29T01:00:00Z",
-                                       "custom_details": {"alertname": "VLLMKVCacheFull", "pod": "vllm-b-1", "ratio": ratio}}})
+        body = json.dumps(
+            {
+                "routing_key": integration.plain_token,
+                "event_action": "trigger",
+                "dedup_key": "kv-b",
+                "payload": {
+                    "summary": "KV cache full",
+                    "source": "vllm-b",
+                    "severity": "critical",
+                    "timestamp": "2026-11-29T01:00:00Z",
+                    "custom_details": {"alertname": "VLLMKVCacheFull", "pod": "vllm-b-1", "ratio": ratio},
+                },
+            }
+        )
         receipt = services.delivery_receive(integration=integration, body=body.encode(), headers={})
         process_delivery(receipt.body["delivery"])
 

@@ -22,41 +22,70 @@ session) made the repetitions after the first 0.6 s slower over 2 processes: the
 and this process then allocate in memory pages they still share, and each first write copies a
 page; one process is not affected.
 """
+
 from __future__ import annotations
 
 import argparse
 import gc
-import os
 import json
+import os
 import platform
 import random
 import statistics
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
-from correlate.catalog import load_catalog  # noqa: E402
 from correlate.batch import correlate
+from correlate.catalog import load_catalog  # noqa: E402
 from correlate.engine import Correlator  # noqa: E402
 from correlate.events import FIRING, RESOLVED, Alert  # noqa: E402
 from correlate.testing import label_fingerprint  # noqa: E402
 
-START = datetime(2026, 3, 14, tzinfo=timezone.utc)
+START = datetime(2026, 3, 14, tzinfo=UTC)
 STORIES = {
-    "fragmentation": [("LLMKVFragmentationHigh", "pod", 0, "avg_over_time(llmops:kv_cache_fragmentation:ratio[15m]) > 0.25"),
-                      ("LLMKVCachePoolUtilizationHigh", "pod", 5, ""), ("LLMContainerOOMKilled", "pod", 15, ""),
-                      ("KubePodCrashLooping", "pod", 17, ""), ("LLMQueueWaitHigh", "sibling", 20, ""),
-                      ("LLMTTFTp99High", "model", 23, "")],
-    "xid": [("DCGMXidErrors", "gpu", 0, ""), ("LLMEngineContainerCrashLoop", "pod", 2, ""), ("TargetDown", "pod", 4, "")],
-    "preemption": [("LLMVllmPreemptionsHigh", "pod", 0, ""), ("LLMInterTokenLatencyJitter", "model", 4, ""),
-                   ("LLMTPOTp99High", "model", 6, "")],
-    "hot": [("LLMHotReplicaTokens", "pod", 0, ""), ("LLMQueueWaitHigh", "pod", 3, ""), ("LLMTTFTp99High", "model", 8, "")],
+    "fragmentation": [
+        (
+            "LLMKVFragmentationHigh",
+            "pod",
+            0,
+            "avg_over_time(llmops:kv_cache_fragmentation:ratio[15m]) > 0.25",
+        ),
+        ("LLMKVCachePoolUtilizationHigh", "pod", 5, ""),
+        ("LLMContainerOOMKilled", "pod", 15, ""),
+        ("KubePodCrashLooping", "pod", 17, ""),
+        ("LLMQueueWaitHigh", "sibling", 20, ""),
+        ("LLMTTFTp99High", "model", 23, ""),
+    ],
+    "xid": [
+        ("DCGMXidErrors", "gpu", 0, ""),
+        ("LLMEngineContainerCrashLoop", "pod", 2, ""),
+        ("TargetDown", "pod", 4, ""),
+    ],
+    "preemption": [
+        ("LLMVllmPreemptionsHigh", "pod", 0, ""),
+        ("LLMInterTokenLatencyJitter", "model", 4, ""),
+        ("LLMTPOTp99High", "model", 6, ""),
+    ],
+    "hot": [
+        ("LLMHotReplicaTokens", "pod", 0, ""),
+        ("LLMQueueWaitHigh", "pod", 3, ""),
+        ("LLMTTFTp99High", "model", 8, ""),
+    ],
 }
-NOISE = ["HostDiskWillFillIn4Hours", "KubeJobFailed", "NodeClockSkewDetected", "CertificateExpiringSoon",
-         "LLMGateway5xxRate", "LLMQueueWaitHigh", "KubePodCrashLooping", "TargetDown"]
+NOISE = [
+    "HostDiskWillFillIn4Hours",
+    "KubeJobFailed",
+    "NodeClockSkewDetected",
+    "CertificateExpiringSoon",
+    "LLMGateway5xxRate",
+    "LLMQueueWaitHigh",
+    "KubePodCrashLooping",
+    "TargetDown",
+]
 
 
 def fleet(rng: random.Random, clusters: int) -> list[dict]:
@@ -66,9 +95,17 @@ def fleet(rng: random.Random, clusters: int) -> list[dict]:
             model = f"model-{c}-{d}"
             deployment = f"vllm-{model}"
             for p in range(8):
-                pods.append({"cluster": f"cluster-{c:02d}", "namespace": "llm", "deployment": deployment, "model": model,
-                             "pod": f"{deployment}-7d9f8b6c5d-{rng.randrange(10**5):05d}",
-                             "node": f"gpu-node-{c}-{d}-{p // 4}", "gpu": str(p % 4)})
+                pods.append(
+                    {
+                        "cluster": f"cluster-{c:02d}",
+                        "namespace": "llm",
+                        "deployment": deployment,
+                        "model": model,
+                        "pod": f"{deployment}-7d9f8b6c5d-{rng.randrange(10**5):05d}",
+                        "node": f"gpu-node-{c}-{d}-{p // 4}",
+                        "gpu": str(p % 4),
+                    }
+                )
     return pods
 
 
@@ -79,7 +116,13 @@ def labels_for(kind: str, pod: dict, sibling: dict) -> dict[str, str]:
     if kind == "sibling":
         return {**base, "pod": sibling["pod"], "model_name": sibling["model"]}
     if kind == "gpu":
-        return {**base, "pod": "dcgm-exporter-k2x4p", "exported_pod": pod["pod"], "Hostname": pod["node"], "gpu": pod["gpu"]}
+        return {
+            **base,
+            "pod": "dcgm-exporter-k2x4p",
+            "exported_pod": pod["pod"],
+            "Hostname": pod["node"],
+            "gpu": pod["gpu"],
+        }
     return {**base, "model_name": pod["model"]}
 
 
@@ -106,7 +149,18 @@ def stream(total: int, clusters: int, hours: int, seed: int) -> list[tuple[float
                 out.append((0.0, make(name, labels_for(kind, pod, rng.choice(siblings)), at, ends, expr)))
         else:
             ends = origin + timedelta(minutes=rng.uniform(2, 30)) if rng.random() < 0.8 else None
-            out.append((0.0, make(rng.choice(NOISE), labels_for(rng.choice(["pod", "model", "gpu"]), pod, pod), origin, ends, "")))
+            out.append(
+                (
+                    0.0,
+                    make(
+                        rng.choice(NOISE),
+                        labels_for(rng.choice(["pod", "model", "gpu"]), pod, pod),
+                        origin,
+                        ends,
+                        "",
+                    ),
+                )
+            )
     out = out[:total]
     arrivals = []
     for _, alert in out:
@@ -123,7 +177,9 @@ def main() -> int:
     parser.add_argument("--hours", type=int, default=24)
     parser.add_argument("--seed", type=int, default=7)
     parser.add_argument("--repeat", type=int, default=3)
-    parser.add_argument("--gc-freeze-every", type=int, default=0, help="gc.freeze() after every N adds (0: never)")
+    parser.add_argument(
+        "--gc-freeze-every", type=int, default=0, help="gc.freeze() after every N adds (0: never)"
+    )
     parser.add_argument("--processes", type=int, default=1, help="batch: clusters shared among N processes")
     args = parser.parse_args()
     catalog = load_catalog(use_env=False)
@@ -169,9 +225,14 @@ def main() -> int:
     per_alert_cpu.sort()
     same = [i.alert_keys for i in correlator.incidents()] == [i.alert_keys for i in incidents]
     result = {
-        "alerts": len(alerts), "clusters": args.clusters, "hours": args.hours, "seed": args.seed,
-        "incidents": len(incidents), "multi_alert_incidents": sum(1 for i in incidents if len(i.members) > 1),
-        "batch_s_best": round(min(batch_times), 3), "batch_s_all": [round(t, 3) for t in batch_times],
+        "alerts": len(alerts),
+        "clusters": args.clusters,
+        "hours": args.hours,
+        "seed": args.seed,
+        "incidents": len(incidents),
+        "multi_alert_incidents": sum(1 for i in incidents if len(i.members) > 1),
+        "batch_s_best": round(min(batch_times), 3),
+        "batch_s_all": [round(t, 3) for t in batch_times],
         "batch_processes": args.processes,
         "batch_1p_s_best": round(min(one_process), 3) if one_process else round(min(batch_times), 3),
         "incremental_total_s": round(incremental_total, 3),
@@ -186,7 +247,8 @@ def main() -> int:
         "gc_freeze_every": freeze_every,
         "load_average": list(os.getloadavg()),
         "incremental_equals_batch": same,
-        "python": platform.python_version(), "machine": platform.machine(),
+        "python": platform.python_version(),
+        "machine": platform.machine(),
     }
     print(json.dumps(result))
     return 0 if same else 1

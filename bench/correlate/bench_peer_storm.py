@@ -19,6 +19,7 @@ growing heap, so they grow with the storm too.
 Prints one JSON line: CPU in all, and per alert in the first and in the last tenth of the slices
 (the last tenth shows whether the cost of a new alert grows with the storm).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -26,7 +27,7 @@ import gc
 import json
 import sys
 import time
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
@@ -35,9 +36,15 @@ from correlate.catalog import load_catalog  # noqa: E402
 from correlate.engine import Correlator  # noqa: E402
 from correlate.events import FIRING, Alert  # noqa: E402
 
-START = datetime(2026, 11, 29, 12, tzinfo=timezone.utc)
-NAMES = ["KVCacheFragmentationHigh", "GPUMemoryHigh", "LLMPodOOMKilled", "LLMQueueBacklog", "TTFTp95High",
-         "PreemptionStorm"]
+START = datetime(2026, 11, 29, 12, tzinfo=UTC)
+NAMES = [
+    "KVCacheFragmentationHigh",
+    "GPUMemoryHigh",
+    "LLMPodOOMKilled",
+    "LLMQueueBacklog",
+    "TTFTp95High",
+    "PreemptionStorm",
+]
 SEVERITIES = ["critical", "major", "minor", "warning"]
 
 
@@ -47,12 +54,28 @@ def storm(count: int, gap_ms: float, run_id: str = "r1") -> list[Alert]:
     for number in range(count):
         pod = f"pod-{run_id}-{number}"
         name = NAMES[number % len(NAMES)]
-        labels = {"alertname": name, "pod": pod, "namespace": "llm-serving",
-                  "severity": SEVERITIES[number % len(SEVERITIES)], "cluster": "testbed", "job": "vllm",
-                  "instance": f"{pod}:8000", "bench": run_id}
+        labels = {
+            "alertname": name,
+            "pod": pod,
+            "namespace": "llm-serving",
+            "severity": SEVERITIES[number % len(SEVERITIES)],
+            "cluster": "testbed",
+            "job": "vllm",
+            "instance": f"{pod}:8000",
+            "bench": run_id,
+        }
         annotations = {"summary": f"{name} on {pod}", "description": f"bench alert #{number}"}
-        alerts.append(Alert(f"fp{number}", START + timedelta(milliseconds=gap_ms * number), labels, annotations,
-                            None, FIRING, ""))
+        alerts.append(
+            Alert(
+                f"fp{number}",
+                START + timedelta(milliseconds=gap_ms * number),
+                labels,
+                annotations,
+                None,
+                FIRING,
+                "",
+            )
+        )
     return alerts
 
 
@@ -61,8 +84,12 @@ def main() -> int:
     parser.add_argument("--alerts", type=int, default=10000)
     parser.add_argument("--batch", type=int, default=175)
     parser.add_argument("--gap-ms", type=float, default=1.5)
-    parser.add_argument("--scan-only", action="store_true", help="time linking only: no incidents built or ranked")
-    parser.add_argument("--gc-pause", action="store_true", help="cyclic GC off during each call, as the worker runs")
+    parser.add_argument(
+        "--scan-only", action="store_true", help="time linking only: no incidents built or ranked"
+    )
+    parser.add_argument(
+        "--gc-pause", action="store_true", help="cyclic GC off during each call, as the worker runs"
+    )
     args = parser.parse_args()
     alerts = storm(args.alerts, args.gap_ms)
     correlator = Correlator(load_catalog(use_env=False))
@@ -72,8 +99,8 @@ def main() -> int:
         if args.gc_pause:
             gc.disable()
         began = time.process_time()
-        feed(alerts[start:start + args.batch])
-        calls.append((time.process_time() - began, len(alerts[start:start + args.batch])))
+        feed(alerts[start : start + args.batch])
+        calls.append((time.process_time() - began, len(alerts[start : start + args.batch])))
         if args.gc_pause:
             gc.enable()
     tenth = max(1, len(calls) // 10)
@@ -82,11 +109,22 @@ def main() -> int:
         return round(sum(cpu for cpu, _ in part) / sum(n for _, n in part) * 1e6, 1)
 
     incidents = correlator.incidents()
-    print(json.dumps({"alerts": len(alerts), "batch": args.batch, "gap_ms": args.gap_ms, "scan_only": args.scan_only,
-                      "gc_pause": args.gc_pause,
-                      "cpu_s": round(sum(cpu for cpu, _ in calls), 2), "first_tenth_us_per_alert": per_alert(calls[:tenth]),
-                      "last_tenth_us_per_alert": per_alert(calls[-tenth:]), "incidents": len(incidents),
-                      "largest": max((len(i.members) for i in incidents), default=0)}))
+    print(
+        json.dumps(
+            {
+                "alerts": len(alerts),
+                "batch": args.batch,
+                "gap_ms": args.gap_ms,
+                "scan_only": args.scan_only,
+                "gc_pause": args.gc_pause,
+                "cpu_s": round(sum(cpu for cpu, _ in calls), 2),
+                "first_tenth_us_per_alert": per_alert(calls[:tenth]),
+                "last_tenth_us_per_alert": per_alert(calls[-tenth:]),
+                "incidents": len(incidents),
+                "largest": max((len(i.members) for i in incidents), default=0),
+            }
+        )
+    )
     return 0
 
 

@@ -15,6 +15,7 @@ fairer figure. `--only N` correlates the first N clusters only (quick runs); `--
 `--gc-pause` turns the cyclic collector off during each `add_many()`, as the correlation worker's
 runs do (`gc_paused()` in rootline/gc_pause.py), so the figure is the engine's own work.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -25,19 +26,19 @@ import platform
 import statistics
 import sys
 import time
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[2]))
 
 from bench.correlate.end_to_end import build_storm  # noqa: E402
-from correlate.catalog import load_catalog  # noqa: E402
 from correlate.batch import correlate
+from correlate.catalog import load_catalog  # noqa: E402
 from correlate.engine import Correlator  # noqa: E402
 from correlate.events import Alert  # noqa: E402
 from correlate.io import parse_time  # noqa: E402
 
-T0 = datetime(2026, 3, 14, 12, 0, tzinfo=timezone.utc).timestamp()  # fixed, so every run builds the same storm
+T0 = datetime(2026, 3, 14, 12, 0, tzinfo=UTC).timestamp()  # fixed, so every run builds the same storm
 
 
 def engine_alerts(body: dict) -> list[Alert]:
@@ -46,14 +47,24 @@ def engine_alerts(body: dict) -> list[Alert]:
     for raw in body["alerts"]:
         status = raw.get("status", "firing")
         ends_at = parse_time(raw.get("endsAt")) if status == "resolved" else None
-        out.append(Alert(fingerprint=raw["fingerprint"], starts_at=parse_time(raw["startsAt"]), labels=dict(raw["labels"]),
-                         annotations=dict(raw.get("annotations", {})), ends_at=ends_at, status=status,
-                         generator_url=raw.get("generatorURL", "")))
+        out.append(
+            Alert(
+                fingerprint=raw["fingerprint"],
+                starts_at=parse_time(raw["startsAt"]),
+                labels=dict(raw["labels"]),
+                annotations=dict(raw.get("annotations", {})),
+                ends_at=ends_at,
+                status=status,
+                generator_url=raw.get("generatorURL", ""),
+            )
+        )
     return out
 
 
 def storm_per_cluster(args: argparse.Namespace) -> dict[str, list[Alert]]:
-    bodies = build_storm(rate=args.rate, seconds=args.seconds, clusters=args.clusters, body=args.body, seed=args.seed, t0=T0)
+    bodies = build_storm(
+        rate=args.rate, seconds=args.seconds, clusters=args.clusters, body=args.body, seed=args.seed, t0=T0
+    )
     clusters: dict[str, list[Alert]] = {}
     for _, _, raw in bodies:
         for alert in engine_alerts(json.loads(raw)):
@@ -76,12 +87,14 @@ def run_batch(alerts: list[Alert], catalog) -> tuple[list, float, float]:
     return timed(lambda: correlate(alerts, catalog=catalog))
 
 
-def run_incremental(alerts: list[Alert], catalog, size: int, freeze: bool, pause: bool = False) -> tuple[Correlator, list[float], list[float]]:
+def run_incremental(
+    alerts: list[Alert], catalog, size: int, freeze: bool, pause: bool = False
+) -> tuple[Correlator, list[float], list[float]]:
     gc.collect()
     correlator = Correlator(catalog)
     walls, cpus = [], []
     for start in range(0, len(alerts), size):
-        chunk = alerts[start:start + size]
+        chunk = alerts[start : start + size]
         if pause:
             gc.disable()
         _, wall, cpu = timed(lambda: correlator.add_many(chunk))
@@ -109,7 +122,9 @@ def main() -> int:
     parser.add_argument("--only", type=int, default=0, help="correlate the first N clusters only (0: all)")
     parser.add_argument("--skip-batch", action="store_true")
     parser.add_argument("--gc-freeze", action="store_true", help="gc.freeze() after every add_many()")
-    parser.add_argument("--gc-pause", action="store_true", help="cyclic GC off during each add_many(), as the worker runs")
+    parser.add_argument(
+        "--gc-pause", action="store_true", help="cyclic GC off during each add_many(), as the worker runs"
+    )
     parser.add_argument("--verbose", action="store_true")
     args = parser.parse_args()
     catalog = load_catalog(use_env=False)
@@ -127,13 +142,18 @@ def main() -> int:
             row.update(batch_wall_s=round(wall, 3), batch_cpu_s=round(cpu, 3), incidents=len(expected))
             totals["batch_wall_s"] += wall
             totals["batch_cpu_s"] += cpu
-        correlator, cluster_walls, cluster_cpus = run_incremental(alerts, catalog, args.batch, args.gc_freeze, args.gc_pause)
+        correlator, cluster_walls, cluster_cpus = run_incremental(
+            alerts, catalog, args.batch, args.gc_freeze, args.gc_pause
+        )
         walls += cluster_walls
         cpus += cluster_cpus
         totals["incremental_wall_s"] += sum(cluster_walls)
         totals["incremental_cpu_s"] += sum(cluster_cpus)
-        row.update(incremental_wall_s=round(sum(cluster_walls), 3), incremental_cpu_s=round(sum(cluster_cpus), 3),
-                   batch_max_ms=round(max(cluster_walls) * 1000, 1))
+        row.update(
+            incremental_wall_s=round(sum(cluster_walls), 3),
+            incremental_cpu_s=round(sum(cluster_cpus), 3),
+            batch_max_ms=round(max(cluster_walls) * 1000, 1),
+        )
         if expected is not None:
             row["incremental_equals_batch"] = shape(correlator.incidents()) == shape(expected)
             same_everywhere &= row["incremental_equals_batch"]
@@ -144,8 +164,14 @@ def main() -> int:
     walls.sort()
     cpus.sort()
     result = {
-        "rate": args.rate, "seconds": args.seconds, "clusters": len(names), "alerts": alerts_total,
-        "largest_cluster_alerts": max(len(per_cluster[n]) for n in names), "add_many_batch": args.batch, "gc_freeze": args.gc_freeze, "gc_pause": args.gc_pause,
+        "rate": args.rate,
+        "seconds": args.seconds,
+        "clusters": len(names),
+        "alerts": alerts_total,
+        "largest_cluster_alerts": max(len(per_cluster[n]) for n in names),
+        "add_many_batch": args.batch,
+        "gc_freeze": args.gc_freeze,
+        "gc_pause": args.gc_pause,
         **{key: round(value, 3) for key, value in totals.items()},
         "incremental_us_per_alert_wall": round(totals["incremental_wall_s"] / alerts_total * 1e6, 1),
         "incremental_us_per_alert_cpu": round(totals["incremental_cpu_s"] / alerts_total * 1e6, 1),

@@ -12,6 +12,7 @@ incident is hashed with its id, members (key, layer, mode, classified_by, onset,
 edges, chain, root candidates with confidence and explanation, start, end and `ranked`.
 Prints one line per input and a TOTAL; `--quick` skips the stream and the storm.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -27,8 +28,8 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench" / "correlate"))
 
-from correlate.catalog import load_catalog  # noqa: E402
 from correlate.batch import correlate
+from correlate.catalog import load_catalog  # noqa: E402
 from correlate.engine import Correlator  # noqa: E402
 from correlate.io import read_alerts  # noqa: E402
 
@@ -36,12 +37,32 @@ SEEDS = (201, 202, 203)
 
 
 def incident_text(incident) -> str:
-    members = [(m.key, m.layer, m.failure_mode, m.classified_by, m.onset.isoformat(),
-                m.ends_at.isoformat() if m.ends_at else "", m.false_positive) for m in incident.members]
+    members = [
+        (
+            m.key,
+            m.layer,
+            m.failure_mode,
+            m.classified_by,
+            m.onset.isoformat(),
+            m.ends_at.isoformat() if m.ends_at else "",
+            m.false_positive,
+        )
+        for m in incident.members
+    ]
     edges = [(e.cause, e.effect, e.rule, round(e.lag_seconds, 6), e.relation) for e in incident.edges]
     roots = [(c.alert_key, round(c.confidence, 6), c.explanation) for c in incident.root_candidates]
-    return repr((incident.id, members, edges, list(incident.chain), roots, incident.started_at.isoformat(),
-                 incident.ended_at.isoformat() if incident.ended_at else "", incident.ranked))
+    return repr(
+        (
+            incident.id,
+            members,
+            edges,
+            list(incident.chain),
+            roots,
+            incident.started_at.isoformat(),
+            incident.ended_at.isoformat() if incident.ended_at else "",
+            incident.ranked,
+        )
+    )
 
 
 def digest(texts) -> str:
@@ -57,25 +78,48 @@ def fed(alerts, catalog, batch: int = 1) -> list[str]:
     correlator = Correlator(catalog)
     out = []
     for start in range(0, len(alerts), batch):
-        out.extend(incident_text(i) for i in correlator.add_many(alerts[start:start + batch]))
+        out.extend(incident_text(i) for i in correlator.add_many(alerts[start : start + batch]))
     out.append("--final--")
     out.extend(incident_text(i) for i in correlator.incidents())
     return out
 
 
 def simulator_lines(catalog) -> list[tuple[str, str]]:
-    names = [line.split("\t")[0].split()[0] for line in subprocess.run(
-        [sys.executable, "-m", "correlate.simulator", "--list"], cwd=ROOT, capture_output=True, text=True,
-        check=True).stdout.splitlines() if line.strip()]
+    names = [
+        line.split("\t")[0].split()[0]
+        for line in subprocess.run(
+            [sys.executable, "-m", "correlate.simulator", "--list"],
+            cwd=ROOT,
+            capture_output=True,
+            text=True,
+            check=True,
+        ).stdout.splitlines()
+        if line.strip()
+    ]
     lines = []
     with tempfile.TemporaryDirectory(prefix="rootline-digest-") as scratch:
         for seed in SEEDS:
             texts = []
             for name in names:
                 out = Path(scratch) / f"{name}-{seed}"
-                subprocess.run([sys.executable, "-m", "correlate.simulator", "--scenario", name, "--start",
-                                "2026-03-14T00:00:00Z", "--seed", str(seed), "--out", str(out)], cwd=ROOT,
-                               capture_output=True, check=True)
+                subprocess.run(
+                    [
+                        sys.executable,
+                        "-m",
+                        "correlate.simulator",
+                        "--scenario",
+                        name,
+                        "--start",
+                        "2026-03-14T00:00:00Z",
+                        "--seed",
+                        str(seed),
+                        "--out",
+                        str(out),
+                    ],
+                    cwd=ROOT,
+                    capture_output=True,
+                    check=True,
+                )
                 alerts = read_alerts([out / "alerts.jsonl", out / "changes.jsonl"])
                 texts.append(f"== {name}")
                 texts.extend(incident_text(i) for i in correlate(alerts, catalog=catalog))
@@ -89,16 +133,22 @@ def simulator_lines(catalog) -> list[tuple[str, str]]:
 
 def stream_lines(catalog) -> list[tuple[str, str]]:
     from bench_engine import stream
+
     alerts = [a for _, a in stream(20_000, 20, 24, 7)]
-    return [("stream 20k batch", digest(incident_text(i) for i in correlate(alerts, catalog=catalog))),
-            ("stream 20k batch over 2 processes (= batch)",
-             digest(incident_text(i) for i in correlate(alerts, catalog=catalog, processes=2))),
-            ("stream 20k one by one", digest(fed(alerts, catalog)))]
+    return [
+        ("stream 20k batch", digest(incident_text(i) for i in correlate(alerts, catalog=catalog))),
+        (
+            "stream 20k batch over 2 processes (= batch)",
+            digest(incident_text(i) for i in correlate(alerts, catalog=catalog, processes=2)),
+        ),
+        ("stream 20k one by one", digest(fed(alerts, catalog))),
+    ]
 
 
 def storm_lines(catalog) -> list[tuple[str, str]]:
     from bench_storm import T0, engine_alerts
     from end_to_end import build_storm
+
     bodies = build_storm(rate=5000, seconds=25, clusters=20, body=100, seed=7, t0=T0)
     clusters: dict[str, list] = {}
     for _, _, raw in bodies:

@@ -16,6 +16,7 @@ Prints one JSON line: the runs' CPU, in all and per alert, and of the first and 
 runs (a cost that grows with the incident shows as a last tenth dearer than the first). It uses
 a fresh PostgreSQL database of its own (--db, dropped and created) on 127.0.0.1.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -46,17 +47,21 @@ def main() -> int:
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--alerts", type=int, default=10000)
     ap.add_argument("--every", type=int, default=175, help="alerts between correlation runs")
-    ap.add_argument("--defer", choices=["on", "off"], default="on",
-                    help="rank big incidents every few seconds (on: as a worker with a broker) or on every run")
+    ap.add_argument(
+        "--defer",
+        choices=["on", "off"],
+        default="on",
+        help="rank big incidents every few seconds (on: as a worker with a broker) or on every run",
+    )
     ap.add_argument("--db", default="rootline_bench_peer_storm")
     args = ap.parse_args()
 
     django_on_fresh_database(args.db)
-    from incidents import services
-    from incidents.services.correlation import correlation_run, run
     from django.db.models import Count
 
+    from incidents import services
     from incidents.models import Alert, Incident
+    from incidents.services.correlation import correlation_run, run
     from incidents.tasks import process_delivery
 
     follow_ups: list[float] = []
@@ -64,7 +69,9 @@ def main() -> int:
     run.defers_ranking = lambda: args.defer == "on"  # as a worker with a broker does
     bench = peer_bench()
     run_id = f"{int(time.time()) % 100000:05d}"
-    integration, _ = services.integration_add(kind="alertmanager", name=f"bench-{run_id}", token=f"t-{run_id}")
+    integration, _ = services.integration_add(
+        kind="alertmanager", name=f"bench-{run_id}", token=f"t-{run_id}"
+    )
     run_cpu: list[float] = []
     for start in range(0, args.alerts, args.every):
         for i in range(start, min(args.alerts, start + args.every)):
@@ -82,14 +89,25 @@ def main() -> int:
         run_cpu.append(time.process_time() - began)
     tenth = max(1, len(run_cpu) // 10)
     per_run_alerts = args.every
-    print(json.dumps({
-        "alerts": args.alerts, "every": args.every, "defer": args.defer, "runs": len(run_cpu),
-        "incidents": Incident.objects.count(),
-        "largest": max(Alert.objects.values("incident_id").annotate(n=Count("id")).values_list("n", flat=True), default=0),
-        "runs_cpu_s": round(sum(run_cpu), 2), "cpu_us_per_alert": round(sum(run_cpu) / args.alerts * 1e6),
-        "first_tenth_us_per_alert": round(sum(run_cpu[:tenth]) / (tenth * per_run_alerts) * 1e6),
-        "last_tenth_us_per_alert": round(sum(run_cpu[-tenth:]) / (tenth * per_run_alerts) * 1e6),
-    }))
+    print(
+        json.dumps(
+            {
+                "alerts": args.alerts,
+                "every": args.every,
+                "defer": args.defer,
+                "runs": len(run_cpu),
+                "incidents": Incident.objects.count(),
+                "largest": max(
+                    Alert.objects.values("incident_id").annotate(n=Count("id")).values_list("n", flat=True),
+                    default=0,
+                ),
+                "runs_cpu_s": round(sum(run_cpu), 2),
+                "cpu_us_per_alert": round(sum(run_cpu) / args.alerts * 1e6),
+                "first_tenth_us_per_alert": round(sum(run_cpu[:tenth]) / (tenth * per_run_alerts) * 1e6),
+                "last_tenth_us_per_alert": round(sum(run_cpu[-tenth:]) / (tenth * per_run_alerts) * 1e6),
+            }
+        )
+    )
     return 0
 
 

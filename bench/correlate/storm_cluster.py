@@ -12,6 +12,7 @@ after the first run). Prints the runs' CPU and wall time, per alert too, as one 
 
 It uses a fresh PostgreSQL database of its own (--db, dropped and created), on 127.0.0.1.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -29,9 +30,16 @@ sys.path.insert(0, str(ROOT / "bench" / "correlate"))
 
 def fresh_database(name: str) -> str:
     for sql in (f"DROP DATABASE IF EXISTS {name} WITH (FORCE)", f"CREATE DATABASE {name}"):
-        subprocess.run(["psql", "-h", "127.0.0.1", "-U", "postgres", "-XAtq", "-c", sql], check=True, capture_output=True)
+        subprocess.run(
+            ["psql", "-h", "127.0.0.1", "-U", "postgres", "-XAtq", "-c", sql], check=True, capture_output=True
+        )
     url = f"postgres://postgres@127.0.0.1:5432/{name}"
-    subprocess.run([sys.executable, "manage.py", "migrate", "-v0"], cwd=ROOT, check=True, env={**os.environ, "DATABASE_URL": url})
+    subprocess.run(
+        [sys.executable, "manage.py", "migrate", "-v0"],
+        cwd=ROOT,
+        check=True,
+        env={**os.environ, "DATABASE_URL": url},
+    )
     return url
 
 
@@ -56,7 +64,9 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=5000)
     ap.add_argument("--seconds", type=float, default=25)
     ap.add_argument("--every", type=int, default=10, help="bodies between correlation runs")
-    ap.add_argument("--gc", choices=["paused", "on"], default="paused", help="cyclic GC during runs (the app pauses it)")
+    ap.add_argument(
+        "--gc", choices=["paused", "on"], default="paused", help="cyclic GC during runs (the app pauses it)"
+    )
     ap.add_argument("--db", default="rootline_bench_cluster")
     args = ap.parse_args()
 
@@ -69,13 +79,20 @@ def main() -> int:
 
     if args.gc == "on":
         run.gc_paused = _gc_left_on
-    bodies = [body for body in build_storm(rate=args.rate, seconds=args.seconds, clusters=20, body=100, seed=7, t0=time.time())
-              if json.loads(body[2])["groupLabels"].get("cluster") == args.cluster]
-    integration, _ = services.integration_add(kind="alertmanager", name=f"bench-{time.time()}", token=f"t-{time.time()}")
+    bodies = [
+        body
+        for body in build_storm(
+            rate=args.rate, seconds=args.seconds, clusters=20, body=100, seed=7, t0=time.time()
+        )
+        if json.loads(body[2])["groupLabels"].get("cluster") == args.cluster
+    ]
+    integration, _ = services.integration_add(
+        kind="alertmanager", name=f"bench-{time.time()}", token=f"t-{time.time()}"
+    )
     cpu = wall = 0.0
     runs = 0
     for start in range(0, len(bodies), args.every):
-        for _, _, data in bodies[start:start + args.every]:
+        for _, _, data in bodies[start : start + args.every]:
             receipt = services.delivery_receive(integration=integration, body=data, headers={})
             process_delivery(receipt.body["delivery"])
         c, t = time.process_time(), time.perf_counter()
@@ -84,9 +101,21 @@ def main() -> int:
         wall += time.perf_counter() - t
         runs += 1
     alerts = sum(n for _, n, _ in bodies)
-    print(json.dumps({"cluster": args.cluster, "rate": args.rate, "alerts": alerts, "bodies": len(bodies), "runs": runs,
-                      "gc": args.gc, "runs_cpu_s": round(cpu, 2), "runs_wall_s": round(wall, 2),
-                      "cpu_us_per_alert": round(cpu / alerts * 1e6)}))
+    print(
+        json.dumps(
+            {
+                "cluster": args.cluster,
+                "rate": args.rate,
+                "alerts": alerts,
+                "bodies": len(bodies),
+                "runs": runs,
+                "gc": args.gc,
+                "runs_cpu_s": round(cpu, 2),
+                "runs_wall_s": round(wall, 2),
+                "cpu_us_per_alert": round(cpu / alerts * 1e6),
+            }
+        )
+    )
     return 0
 
 

@@ -16,6 +16,7 @@ It uses a fresh PostgreSQL database of its own (--db, dropped and created), on 1
 no broker (runs happen only where the bench calls them; big incidents are ranked on every run, or
 at most every 5 s with --hold-rankings, as a worker with a broker ranks them).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -39,11 +40,23 @@ def main() -> int:
     ap.add_argument("--rate", type=float, default=5000)
     ap.add_argument("--seconds", type=float, default=25)
     ap.add_argument("--clusters", type=int, default=20)
-    ap.add_argument("--every", type=int, default=40, help="bodies between rounds of runs (one run per key with new alerts)")
-    ap.add_argument("--freeze", choices=["on", "off"], default="on",
-                    help="on: run survivors frozen after each run (the app); off: the collector as before")
-    ap.add_argument("--hold-rankings", action="store_true",
-                    help="rank big incidents at most every 5 s, as a worker with a broker does (default: on every run)")
+    ap.add_argument(
+        "--every",
+        type=int,
+        default=40,
+        help="bodies between rounds of runs (one run per key with new alerts)",
+    )
+    ap.add_argument(
+        "--freeze",
+        choices=["on", "off"],
+        default="on",
+        help="on: run survivors frozen after each run (the app); off: the collector as before",
+    )
+    ap.add_argument(
+        "--hold-rankings",
+        action="store_true",
+        help="rank big incidents at most every 5 s, as a worker with a broker does (default: on every run)",
+    )
     ap.add_argument("--db", default="rootline_bench_worker")
     args = ap.parse_args()
 
@@ -51,8 +64,8 @@ def main() -> int:
     from end_to_end import build_storm
 
     from incidents import services
-    from incidents.services.correlation import correlation_run, run
     from incidents.models import Alert
+    from incidents.services.correlation import correlation_run, run
     from incidents.tasks import process_delivery
 
     if args.hold_rankings:  # the held rankings come due in the next round's run of the key
@@ -60,8 +73,12 @@ def main() -> int:
         run.correlation_enqueue_later = lambda key, seconds: None
     if args.freeze == "off":
         run.freeze_run_survivors = lambda *, state_dropped: None
-    bodies = build_storm(rate=args.rate, seconds=args.seconds, clusters=args.clusters, body=100, seed=7, t0=time.time())
-    integration, _ = services.integration_add(kind="alertmanager", name=f"bench-{time.time()}", token=f"t-{time.time()}")
+    bodies = build_storm(
+        rate=args.rate, seconds=args.seconds, clusters=args.clusters, body=100, seed=7, t0=time.time()
+    )
+    integration, _ = services.integration_add(
+        kind="alertmanager", name=f"bench-{time.time()}", token=f"t-{time.time()}"
+    )
     cpu = 0.0
     run_times: list[float] = []
     collections = defaultdict(int)
@@ -71,8 +88,10 @@ def main() -> int:
             collections[info["generation"]] += 1
 
     for start in range(0, len(bodies), args.every):
-        for _, _, data in bodies[start:start + args.every]:
-            process_delivery(services.delivery_receive(integration=integration, body=data, headers={}).body["delivery"])
+        for _, _, data in bodies[start : start + args.every]:
+            process_delivery(
+                services.delivery_receive(integration=integration, body=data, headers={}).body["delivery"]
+            )
         keys = sorted(set(Alert.objects.filter(correlated=False).values_list("correlation_key", flat=True)))
         gc.callbacks.append(count_collections)
         for key in keys:
@@ -83,15 +102,26 @@ def main() -> int:
         gc.callbacks.remove(count_collections)
     alerts = sum(n for _, n, _ in bodies)
     run_times.sort()
-    print(json.dumps({
-        "alerts": alerts, "bodies": len(bodies), "clusters": args.clusters, "every": args.every, "freeze": args.freeze, "hold_rankings": args.hold_rankings,
-        "runs": len(run_times), "runs_cpu_s": round(cpu, 2), "cpu_us_per_alert": round(cpu / alerts * 1e6),
-        "run_p50_ms": round(statistics.median(run_times) * 1000, 1),
-        "run_p99_ms": round(run_times[min(len(run_times) - 1, int(len(run_times) * 0.99))] * 1000, 1),
-        "run_max_ms": round(run_times[-1] * 1000, 1),
-        "collections_by_generation": dict(sorted(collections.items())),
-        "not_correlated_at_end": Alert.objects.filter(correlated=False).count(),
-    }))
+    print(
+        json.dumps(
+            {
+                "alerts": alerts,
+                "bodies": len(bodies),
+                "clusters": args.clusters,
+                "every": args.every,
+                "freeze": args.freeze,
+                "hold_rankings": args.hold_rankings,
+                "runs": len(run_times),
+                "runs_cpu_s": round(cpu, 2),
+                "cpu_us_per_alert": round(cpu / alerts * 1e6),
+                "run_p50_ms": round(statistics.median(run_times) * 1000, 1),
+                "run_p99_ms": round(run_times[min(len(run_times) - 1, int(len(run_times) * 0.99))] * 1000, 1),
+                "run_max_ms": round(run_times[-1] * 1000, 1),
+                "collections_by_generation": dict(sorted(collections.items())),
+                "not_correlated_at_end": Alert.objects.filter(correlated=False).count(),
+            }
+        )
+    )
     return 0
 
 

@@ -9,6 +9,7 @@ and noise as one truth, all engine incidents as one grouping (scenario names kee
 different scenarios apart). `--explain NAME` prints what the engine did with one scenario: each
 incident's members (tag, layer, failure mode, classified_by, scope) and its root candidates.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -20,13 +21,21 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "tests" / "correlate"))
 
-from correlate.catalog import load_catalog  # noqa: E402
-from correlate.batch import correlate  # noqa: E402
-from correlate.scoring import (Grouping, alertmanager_anchor, grouping_from_document, grouping_from_incidents,  # noqa: E402
-                               keep_anchor, pairwise, root_top1, score)
-
 from unseen import SCENARIOS  # noqa: E402
 from unseen.fleets2 import SECOND_SET  # noqa: E402
+
+from correlate.batch import correlate  # noqa: E402
+from correlate.catalog import load_catalog  # noqa: E402
+from correlate.scoring import (  # noqa: E402
+    Grouping,
+    alertmanager_anchor,
+    grouping_from_document,
+    grouping_from_incidents,
+    keep_anchor,
+    pairwise,
+    root_top1,
+    score,
+)
 
 
 def checks(scenario, incidents) -> dict[str, bool]:
@@ -37,15 +46,25 @@ def checks(scenario, incidents) -> dict[str, bool]:
             where[tag_of[(member.fingerprint, member.starts_at)]] = i
         root = incident.member(incident.root.alert_key) if incident.root else None
         roots.append(tag_of[(root.fingerprint, root.starts_at)] if root else None)
-    grouping = all(len({where.get(t, ("alone", t)) for t in members}) == 1
-                   and {t for t, i in where.items() if i == where.get(next(iter(members)))} == members
-                   for _, members in scenario.incidents)
-    noise = all(tag not in where or not {t for t, i in where.items() if i == where[tag] and t != tag}
-                for tag in scenario.noise)
+    grouping = all(
+        len({where.get(t, ("alone", t)) for t in members}) == 1
+        and {t for t, i in where.items() if i == where.get(next(iter(members)))} == members
+        for _, members in scenario.incidents
+    )
+    noise = all(
+        tag not in where or not {t for t, i in where.items() if i == where[tag] and t != tag}
+        for tag in scenario.noise
+    )
     root = all(root in where and roots[where[root]] == root for root, _ in scenario.incidents)
     result = score("engine", scenario.truth, grouping_from_incidents(incidents))
-    return {"grouping": grouping, "noise": noise, "root": root, "scorer": (result.f1, result.root_top1) == (1.0, 1.0),
-            "f1": round(result.f1, 3), "top1": round(result.root_top1, 3)}
+    return {
+        "grouping": grouping,
+        "noise": noise,
+        "root": root,
+        "scorer": (result.f1, result.root_top1) == (1.0, 1.0),
+        "f1": round(result.f1, 3),
+        "top1": round(result.root_top1, 3),
+    }
 
 
 def pooled(names, catalog, method: str = "engine") -> tuple[float, float, float, float]:
@@ -64,8 +83,14 @@ def pooled(names, catalog, method: str = "engine") -> tuple[float, float, float,
         pred_groups += [frozenset(map(tagged, g)) for g in p.groups]
         pred_roots += [tagged(r) if r else None for r in p.roots]
         for incident in scenario.truth["incidents"]:
-            incidents_doc.append({"root": {**incident["root"], "fingerprint": name + "|" + incident["root"]["fingerprint"]},
-                                  "alerts": [{**a, "fingerprint": name + "|" + a["fingerprint"]} for a in incident["alerts"]]})
+            incidents_doc.append(
+                {
+                    "root": {**incident["root"], "fingerprint": name + "|" + incident["root"]["fingerprint"]},
+                    "alerts": [
+                        {**a, "fingerprint": name + "|" + a["fingerprint"]} for a in incident["alerts"]
+                    ],
+                }
+            )
     truth = Grouping(tuple(truth_groups), tuple(truth_roots))
     predicted = Grouping(tuple(pred_groups), tuple(pred_roots))
     precision, recall, f1 = pairwise(truth, predicted)
@@ -84,10 +109,14 @@ def explain(name, catalog) -> None:
             scope = {k: v for k, v in m.scope.as_dict().items() if k != "cluster"}
             if m.scope.gateway_keys:
                 scope["gw"] = ",".join(sorted(m.scope.gateway_keys))
-            print(f"   {by_key[m.key]:<14} {m.starts_at:%H:%M} onset {m.onset:%H:%M} {m.alertname[:36]:<36} "
-                  f"{m.layer}/{m.failure_mode} by {m.classified_by} {scope}")
+            print(
+                f"   {by_key[m.key]:<14} {m.starts_at:%H:%M} onset {m.onset:%H:%M} {m.alertname[:36]:<36} "
+                f"{m.layer}/{m.failure_mode} by {m.classified_by} {scope}"
+            )
         for e in incident.edges:
-            print(f"   edge {by_key[e.cause]} -> {by_key[e.effect]} {e.rule} lag {e.lag_seconds:.0f}s {e.relation}")
+            print(
+                f"   edge {by_key[e.cause]} -> {by_key[e.effect]} {e.rule} lag {e.lag_seconds:.0f}s {e.relation}"
+            )
         for c in incident.root_candidates:
             print(f"   candidate {by_key[c.alert_key]} {c.confidence:.2f} {c.explanation[:160]}")
 
@@ -102,23 +131,35 @@ def main() -> int:
     if args.explain:
         explain(args.explain, catalog)
         return 0
-    names = sorted(n for n in SCENARIOS if args.only is None
-                   or (args.only == "fleets2") == (n in SECOND_SET))
+    names = sorted(n for n in SCENARIOS if args.only is None or (args.only == "fleets2") == (n in SECOND_SET))
     rows = {n: checks(SCENARIOS[n](), correlate(list(SCENARIOS[n]().alerts), catalog=catalog)) for n in names}
     precision, recall, f1, top1 = pooled(names, catalog)
     if args.json:
-        print(json.dumps({"scenarios": rows, "pooled": {"precision": precision, "recall": recall, "f1": f1, "root_top1": top1}}))
+        print(
+            json.dumps(
+                {
+                    "scenarios": rows,
+                    "pooled": {"precision": precision, "recall": recall, "f1": f1, "root_top1": top1},
+                }
+            )
+        )
         return 0
     mark = {True: "pass", False: "FAIL"}
     print(f"{'scenario':<46} grouping noise root scorer   f1    top1")
     for n, r in rows.items():
-        print(f"{n:<46} {mark[r['grouping']]:<8} {mark[r['noise']]:<5} {mark[r['root']]:<4} {mark[r['scorer']]:<6} "
-              f"{r['f1']:5.3f} {r['top1']:5.3f}")
-    print(f"pooled over {len(names)} scenarios: precision {precision:.3f} recall {recall:.3f} "
-          f"pairwise F1 {f1:.3f} root top-1 {top1:.3f}")
+        print(
+            f"{n:<46} {mark[r['grouping']]:<8} {mark[r['noise']]:<5} {mark[r['root']]:<4} {mark[r['scorer']]:<6} "
+            f"{r['f1']:5.3f} {r['top1']:5.3f}"
+        )
+    print(
+        f"pooled over {len(names)} scenarios: precision {precision:.3f} recall {recall:.3f} "
+        f"pairwise F1 {f1:.3f} root top-1 {top1:.3f}"
+    )
     for anchor in ("alertmanager", "keep"):
         precision, recall, f1, top1 = pooled(names, catalog, anchor)
-        print(f"  anchor {anchor:<12} precision {precision:.3f} recall {recall:.3f} pairwise F1 {f1:.3f} root top-1 {top1:.3f}")
+        print(
+            f"  anchor {anchor:<12} precision {precision:.3f} recall {recall:.3f} pairwise F1 {f1:.3f} root top-1 {top1:.3f}"
+        )
     return 0
 
 

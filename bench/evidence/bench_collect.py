@@ -12,6 +12,7 @@ task function --runs times (the first run creates the rows, later ones upsert), 
 from the local store (`import_metrics` of the same file, PROMETHEUS_URL unset).
 Everything started is stopped by PID at the end. One JSON line on stdout.
 """
+
 from __future__ import annotations
 
 import argparse
@@ -24,6 +25,7 @@ import subprocess
 import sys
 import tempfile
 import time
+from datetime import UTC
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -55,25 +57,53 @@ def orchestrate(args: argparse.Namespace) -> None:
     promtool = os.environ.get("PROMTOOL_BIN") or shutil.which("promtool") or "/usr/bin/promtool"
     timings: dict[str, float] = {}
     t = time.monotonic()
-    subprocess.run([sys.executable, str(ROOT / "tests/evidence/story_openmetrics.py"), "--start", str(START), "--pods",
-                    str(args.pods), "--out", str(work / "story.om")], check=True, capture_output=True)
+    subprocess.run(
+        [
+            sys.executable,
+            str(ROOT / "tests/evidence/story_openmetrics.py"),
+            "--start",
+            str(START),
+            "--pods",
+            str(args.pods),
+            "--out",
+            str(work / "story.om"),
+        ],
+        check=True,
+        capture_output=True,
+    )
     timings["generate_s"] = time.monotonic() - t
     t = time.monotonic()
-    subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(work / "story.om"), str(work / "data")],
-                   check=True, capture_output=True)
+    subprocess.run(
+        [promtool, "tsdb", "create-blocks-from", "openmetrics", str(work / "story.om"), str(work / "data")],
+        check=True,
+        capture_output=True,
+    )
     timings["promtool_s"] = time.monotonic() - t
     (work / "prometheus.yml").write_text("global: {}\nscrape_configs: []\n")
     port = free_port()
     log = open(work / "prometheus.log", "wb")
-    server = subprocess.Popen([prometheus, f"--config.file={work / 'prometheus.yml'}", f"--storage.tsdb.path={work / 'data'}",
-                               "--storage.tsdb.retention.time=10y", f"--web.listen-address=127.0.0.1:{port}"],
-                              stdout=log, stderr=subprocess.STDOUT)
+    server = subprocess.Popen(
+        [
+            prometheus,
+            f"--config.file={work / 'prometheus.yml'}",
+            f"--storage.tsdb.path={work / 'data'}",
+            "--storage.tsdb.retention.time=10y",
+            f"--web.listen-address=127.0.0.1:{port}",
+        ],
+        stdout=log,
+        stderr=subprocess.STDOUT,
+    )
     url = f"http://127.0.0.1:{port}"
     database = os.environ.get("DATABASE_URL", "")
     throwaway = ""
     try:
         wait_ready(url, 30)
-        env = {**os.environ, "ROOTLINE_SECRET_KEY": "bench", "ROOTLINE_DATA_DIR": str(work), "PYTHONPATH": str(ROOT)}
+        env = {
+            **os.environ,
+            "ROOTLINE_SECRET_KEY": "bench",
+            "ROOTLINE_DATA_DIR": str(work),
+            "PYTHONPATH": str(ROOT),
+        }
         env.pop("CELERY_BROKER_URL", None)
         if database.startswith("postgres"):
             throwaway = f"rootline_evbench_{os.getpid()}"
@@ -82,11 +112,28 @@ def orchestrate(args: argparse.Namespace) -> None:
             env["DATABASE_URL"] = f"{base}/{throwaway}"
         else:
             env["DATABASE_URL"] = f"sqlite:///{work / 'bench.sqlite3'}"
-        subprocess.run([sys.executable, "manage.py", "migrate", "-v0", "--skip-checks"], cwd=ROOT, env=env, check=True)
+        subprocess.run(
+            [sys.executable, "manage.py", "migrate", "-v0", "--skip-checks"], cwd=ROOT, env=env, check=True
+        )
         worker = subprocess.run(
-            [sys.executable, str(Path(__file__)), "--worker", "--pods", str(args.pods), "--runs", str(args.runs),
-             "--url", url, "--om", str(work / "story.om")],
-            cwd=ROOT, env=env, check=True, capture_output=True, text=True,
+            [
+                sys.executable,
+                str(Path(__file__)),
+                "--worker",
+                "--pods",
+                str(args.pods),
+                "--runs",
+                str(args.runs),
+                "--url",
+                url,
+                "--om",
+                str(work / "story.om"),
+            ],
+            cwd=ROOT,
+            env=env,
+            check=True,
+            capture_output=True,
+            text=True,
         )
         result = json.loads(worker.stdout.strip().splitlines()[-1])
         result.update({k: round(v, 3) for k, v in timings.items()})
@@ -126,7 +173,7 @@ def work_as_worker(args: argparse.Namespace) -> None:
     import django
 
     django.setup()
-    from datetime import datetime, timedelta, timezone
+    from datetime import datetime, timedelta
 
     from django.conf import settings
     from django.core.management import call_command
@@ -137,16 +184,36 @@ def work_as_worker(args: argparse.Namespace) -> None:
     from incidents.tasks import collect_evidence
 
     baseline = current_rss_mb()
-    t0 = datetime.fromtimestamp(START, timezone.utc)
-    integration, _ = services.integration_add(kind="alertmanager", name="bench", token="bench-token", rate_limit=None)
-    incident = Incident.objects.create(title="bench", started_at=t0 + timedelta(minutes=60), status="resolved",
-                                       resolved_at=t0 + timedelta(minutes=105), failure_modes=["kv_fragmentation", "oom"])
+    t0 = datetime.fromtimestamp(START, UTC)
+    integration, _ = services.integration_add(
+        kind="alertmanager", name="bench", token="bench-token", rate_limit=None
+    )
+    incident = Incident.objects.create(
+        title="bench",
+        started_at=t0 + timedelta(minutes=60),
+        status="resolved",
+        resolved_at=t0 + timedelta(minutes=105),
+        failure_modes=["kv_fragmentation", "oom"],
+    )
     for number in range(args.pods):
-        labels = {"alertname": "KVCacheFragmentationHigh", "namespace": "llm-serving", "pod": f"pod-{number}",
-                  "model_name": "meta-llama/Llama-3.1-8B-Instruct"}
-        Alert.objects.create(fingerprint=f"bench-{number}", starts_at=t0 + timedelta(minutes=60), status="resolved",
-                             ends_at=t0 + timedelta(minutes=105), alertname=labels["alertname"], labels=labels,
-                             integration=integration, received_at=t0, incident=incident, failure_mode="kv_fragmentation")
+        labels = {
+            "alertname": "KVCacheFragmentationHigh",
+            "namespace": "llm-serving",
+            "pod": f"pod-{number}",
+            "model_name": "meta-llama/Llama-3.1-8B-Instruct",
+        }
+        Alert.objects.create(
+            fingerprint=f"bench-{number}",
+            starts_at=t0 + timedelta(minutes=60),
+            status="resolved",
+            ends_at=t0 + timedelta(minutes=105),
+            alertname=labels["alertname"],
+            labels=labels,
+            integration=integration,
+            received_at=t0,
+            incident=incident,
+            failure_mode="kv_fragmentation",
+        )
     settings.PROMETHEUS_URL = args.url
     runs = []
     for _ in range(args.runs):
@@ -162,23 +229,40 @@ def work_as_worker(args: argparse.Namespace) -> None:
     call_command("import_metrics", args.om, stdout=open(os.devnull, "w"))
     import_s = time.perf_counter() - started
     settings.PROMETHEUS_URL = None
-    local = Incident.objects.create(title="bench local", started_at=incident.started_at, status="resolved",
-                                    resolved_at=incident.resolved_at, failure_modes=incident.failure_modes)
+    local = Incident.objects.create(
+        title="bench local",
+        started_at=incident.started_at,
+        status="resolved",
+        resolved_at=incident.resolved_at,
+        failure_modes=incident.failure_modes,
+    )
     Alert.objects.filter(incident=incident).update(incident=local)
     started = time.perf_counter()
     collect_evidence(local.pk)
     local_s = time.perf_counter() - started
-    print(json.dumps({
-        "pods": args.pods, "series": series, "points": points, "sources": sources,
-        "collect_prometheus_s": [round(r, 3) for r in runs],
-        "rss_after_setup_mb": round(baseline, 1), "peak_rss_prometheus_mb": round(peak_prometheus, 1),
-        "import_metrics_s": round(import_s, 3), "collect_local_s": round(local_s, 3),
-        "local_series": EvidenceSeries.objects.filter(incident=local).count(), "peak_rss_mb": round(rss_mb(), 1),
-    }))
+    print(
+        json.dumps(
+            {
+                "pods": args.pods,
+                "series": series,
+                "points": points,
+                "sources": sources,
+                "collect_prometheus_s": [round(r, 3) for r in runs],
+                "rss_after_setup_mb": round(baseline, 1),
+                "peak_rss_prometheus_mb": round(peak_prometheus, 1),
+                "import_metrics_s": round(import_s, 3),
+                "collect_local_s": round(local_s, 3),
+                "local_series": EvidenceSeries.objects.filter(incident=local).count(),
+                "peak_rss_mb": round(rss_mb(), 1),
+            }
+        )
+    )
 
 
 def main() -> None:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--pods", type=int, default=8)
     parser.add_argument("--runs", type=int, default=5)
     parser.add_argument("--keep", action="store_true", help="keep the work dir")

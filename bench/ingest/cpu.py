@@ -2,6 +2,7 @@
 """CPU seconds per kind (APP_PGID=<pgid of bin/serve>: only that group counts as the app) of process, from /proc (Linux): `cpu.py snap FILE` then `cpu.py diff FILE LABEL`.
 
 Kinds: gunicorn, celery worker (ingestion), celery correlation, celery evidence, celery beat, postgres, redis, load client (peer_bench.py), other."""
+
 from __future__ import annotations
 
 import json
@@ -21,7 +22,9 @@ def kind(cmd: str, pgid: int) -> str:
         return "gunicorn"
     if "celery" in cmd and "correlation" in cmd:
         return "celery_correlation"
-    if "celery" in cmd and "evidence" in cmd:  # counted apart: inside celery_worker it hid a storm's collections
+    if (
+        "celery" in cmd and "evidence" in cmd
+    ):  # counted apart: inside celery_worker it hid a storm's collections
         return "celery_evidence"
     if "celery" in cmd and " beat" in cmd:
         return "celery_beat"
@@ -72,7 +75,11 @@ def main() -> None:
     now = snap()
     wall = float(open("/proc/uptime").read().split()[0]) - before["t"]
     label = sys.argv[3] if len(sys.argv) > 3 else ""
-    print(json.dumps({"mode": "cpu", "label": label, "wall_s": round(wall, 2), "cpu_s": diff(before["cpu"], now)}))
+    print(
+        json.dumps(
+            {"mode": "cpu", "label": label, "wall_s": round(wall, 2), "cpu_s": diff(before["cpu"], now)}
+        )
+    )
 
 
 if __name__ == "__main__":

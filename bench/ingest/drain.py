@@ -3,6 +3,7 @@
 
 Prints one JSON line: the count reached, when (unix time), and the time since --since. Stdlib only.
 Loopback only."""
+
 from __future__ import annotations
 
 import argparse
@@ -14,7 +15,9 @@ from urllib.parse import urlparse
 
 
 def count(url: str, token: str) -> int:
-    req = urllib.request.Request(url, headers={"Authorization": f"Token {token}", "Accept": "application/json"})
+    req = urllib.request.Request(
+        url, headers={"Authorization": f"Token {token}", "Accept": "application/json"}
+    )
     with urllib.request.urlopen(req, timeout=10) as response:
         return int(json.load(response)["count"])
 
@@ -49,9 +52,15 @@ def main() -> int:
         time.sleep(args.interval)
     since = args.since if args.since is not None else started
     out = {
-        "mode": "drain", "label": args.label, "expect": args.expect, "count": seen, "complete": seen >= args.expect,
-        "done_at": round(now, 3), "drain_after_poll_start_s": round(now - started, 3),
-        "since_load_start_s": round(now - since, 3), "polls": polls,
+        "mode": "drain",
+        "label": args.label,
+        "expect": args.expect,
+        "count": seen,
+        "complete": seen >= args.expect,
+        "done_at": round(now, 3),
+        "drain_after_poll_start_s": round(now - started, 3),
+        "since_load_start_s": round(now - since, 3),
+        "polls": polls,
     }
     print(json.dumps(out))
     return 0 if out["complete"] else 1

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
 """Markdown table from bench/ingest/run.sh's results.jsonl (stdlib only)."""
+
 from __future__ import annotations
 
 import json
@@ -21,35 +22,55 @@ NAMES = {
 def main(path: str) -> None:
     rows = [json.loads(line) for line in open(path) if line.strip().startswith("{")]
     drains = {r["label"]: r for r in rows if r.get("mode") == "drain"}
-    print("| target | alerts/body | alerts sent | accepted alerts/s | req/s | p50 ms | p99 ms | max ms | all processed after | processed alerts/s | statuses |")
+    print(
+        "| target | alerts/body | alerts sent | accepted alerts/s | req/s | p50 ms | p99 ms | max ms | all processed after | processed alerts/s | statuses |"
+    )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
         if r.get("mode") == "http":
             name, batch = NAMES.get(r["label"], (r["label"], str(r["batch"])))
             d = drains.get(r["label"] + "_processed")
-            done = f"{d['since_load_start_s']:.1f} s" + ("" if d["complete"] else " (INCOMPLETE)") if d else "n/a"
+            done = (
+                f"{d['since_load_start_s']:.1f} s" + ("" if d["complete"] else " (INCOMPLETE)")
+                if d
+                else "n/a"
+            )
             rate = f"{d['processed_alerts_per_s']:,.0f}" if d else "n/a"
             lat = r["lat_ms"]
-            print(f"| {name} | {batch} | {r['ok_alerts']:,} | **{r['alerts_per_s']:,.0f}** | {r['requests_per_s']:,.0f} | "
-                  f"{lat['p50']:.1f} | {lat['p99']:.1f} | {lat['max']:.0f} | {done} | {rate} | {r['status']} |")
+            print(
+                f"| {name} | {batch} | {r['ok_alerts']:,} | **{r['alerts_per_s']:,.0f}** | {r['requests_per_s']:,.0f} | "
+                f"{lat['p50']:.1f} | {lat['p99']:.1f} | {lat['max']:.0f} | {done} | {rate} | {r['status']} |"
+            )
     for r in rows:
         if r.get("mode") == "pg":
             idx = "indexed" if r["indexes"] else "no indexes"
-            cells = ", ".join(f"{m} {r[m]['rows_per_s']:,.0f} rows/s" for m in ("copy", "executemany", "row_commit") if m in r)
-            print(f"| PostgreSQL 15 raw, {idx} ({r['rows']:,} rows) | - | {r['rows']:,} | {cells} | | | | | | | |")
+            cells = ", ".join(
+                f"{m} {r[m]['rows_per_s']:,.0f} rows/s"
+                for m in ("copy", "executemany", "row_commit")
+                if m in r
+            )
+            print(
+                f"| PostgreSQL 15 raw, {idx} ({r['rows']:,} rows) | - | {r['rows']:,} | {cells} | | | | | | | |"
+            )
     for r in rows:
         if r.get("mode") == "config":
-            print(f"\nRootline config: gunicorn {r['web_workers']} workers x {r['web_threads']} threads, "
-                  f"ingest worker concurrency {r['worker_concurrency']}, {r['c']} senders, started {r['started']}.")
+            print(
+                f"\nRootline config: gunicorn {r['web_workers']} workers x {r['web_threads']} threads, "
+                f"ingest worker concurrency {r['worker_concurrency']}, {r['c']} senders, started {r['started']}."
+            )
         if r.get("mode") == "cpu":
             print(f"CPU seconds during {r['label']} ({r['wall_s']} s wall): {r['cpu_s']}")
         if r.get("mode") == "calibration":
-            print(f"Machine speed before the load (bench/calibrate.py): 10M-addition Python loop {r['python_loop_10m_s']} s CPU, "
-                  f"load average {r['load_average']}.")
+            print(
+                f"Machine speed before the load (bench/calibrate.py): 10M-addition Python loop {r['python_loop_10m_s']} s CPU, "
+                f"load average {r['load_average']}."
+            )
     for r in rows:
         if r.get("mode") == "check":
-            print(f"\nRootline check: {r['alerts']:,} alert rows, {r['distinct_occurrences']:,} distinct (fingerprint, starts_at), "
-                  f"{r['deliveries']:,} deliveries, {r['not_processed']} not processed.")
+            print(
+                f"\nRootline check: {r['alerts']:,} alert rows, {r['distinct_occurrences']:,} distinct (fingerprint, starts_at), "
+                f"{r['deliveries']:,} deliveries, {r['not_processed']} not processed."
+            )
 
 
 if __name__ == "__main__":

@@ -12,6 +12,7 @@ fleet's alerts pile up over months. Then `VACUUM ANALYZE`, as autovacuum would h
 (`--no-vacuum` leaves the tables without statistics and visibility map, as this machine's
 PostgreSQL, which runs without autovacuum, leaves every table).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -19,9 +20,11 @@ import subprocess
 import sys
 import time
 
-COLUMNS = ("fingerprint, starts_at, ends_at, status, kind, alertname, labels, annotations, generator_url, received_at, layer, "
-           "failure_mode, false_positive, first_delivery_id, integration_id, classified_by, correlated, correlation_key, onset, "
-           "incident_id")
+COLUMNS = (
+    "fingerprint, starts_at, ends_at, status, kind, alertname, labels, annotations, generator_url, received_at, layer, "
+    "failure_mode, false_positive, first_delivery_id, integration_id, classified_by, correlated, correlation_key, onset, "
+    "incident_id"
+)
 COPIES_SQL = f"""
 INSERT INTO incidents_alert ({COLUMNS})
 SELECT fingerprint, starts_at - make_interval(days => g), starts_at - make_interval(days => g) + interval '10 minutes',
@@ -33,12 +36,31 @@ FROM incidents_alert, generate_series(1, %(copies)d) g
 
 
 def psql(sql: str, database: str = "postgres") -> str:
-    return subprocess.run(["psql", "-h", "127.0.0.1", "-U", "postgres", "-d", database, "-XAtq", "-v", "ON_ERROR_STOP=1", "-c", sql],
-                          check=True, capture_output=True, text=True).stdout.strip()
+    return subprocess.run(
+        [
+            "psql",
+            "-h",
+            "127.0.0.1",
+            "-U",
+            "postgres",
+            "-d",
+            database,
+            "-XAtq",
+            "-v",
+            "ON_ERROR_STOP=1",
+            "-c",
+            sql,
+        ],
+        check=True,
+        capture_output=True,
+        text=True,
+    ).stdout.strip()
 
 
 def main() -> int:
-    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser = argparse.ArgumentParser(
+        description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
     parser.add_argument("--source", default="rootline_bench_e2e")
     parser.add_argument("--target", default="rootline_history")
     parser.add_argument("--copies", type=int, default=9)
@@ -50,7 +72,9 @@ def main() -> int:
     psql(COPIES_SQL % {"copies": args.copies}, args.target)
     if not args.no_vacuum:
         psql("VACUUM ANALYZE incidents_alert", args.target)
-    counts = psql("SELECT status, count(*) FROM incidents_alert GROUP BY status ORDER BY status", args.target).replace("\n", ", ")
+    counts = psql(
+        "SELECT status, count(*) FROM incidents_alert GROUP BY status ORDER BY status", args.target
+    ).replace("\n", ", ")
     print(f"{args.target}: {counts} ({time.monotonic() - began:.0f} s)")
     return 0
 

@@ -12,6 +12,7 @@ view, its queries and its template) by a user `pagetimer` in the responder group
 missing; prints path, status, wall ms, response size and query count per request, and with
 `--slowest N` the N slowest queries of each (Django's own timing of each query).
 """
+
 from __future__ import annotations
 
 import argparse
@@ -28,7 +29,9 @@ def main() -> int:
     parser = argparse.ArgumentParser()
     parser.add_argument("paths", nargs="+")
     parser.add_argument("--repeat", type=int, default=2)
-    parser.add_argument("--slowest", type=int, default=0, help="also print this many slowest queries of each request")
+    parser.add_argument(
+        "--slowest", type=int, default=0, help="also print this many slowest queries of each request"
+    )
     args = parser.parse_args()
 
     import django
@@ -49,8 +52,10 @@ def main() -> int:
                 began = time.perf_counter()
                 response = client.get(path)
                 wall = time.perf_counter() - began
-            print(f"{path} {response.status_code} {wall * 1000:.0f} ms {len(response.content) / 1e6:.2f} MB {len(queries)} queries")
-            for query in sorted(queries.captured_queries, key=lambda q: -float(q["time"]))[:args.slowest]:
+            print(
+                f"{path} {response.status_code} {wall * 1000:.0f} ms {len(response.content) / 1e6:.2f} MB {len(queries)} queries"
+            )
+            for query in sorted(queries.captured_queries, key=lambda q: -float(q["time"]))[: args.slowest]:
                 print(f"    {float(query['time']) * 1000:7.1f} ms  {query['sql'][:200]}")
     return 0
 

@@ -2,6 +2,7 @@
 `kind_of(document)` tells which a body is. The webhook reads with them (`incidents/views.py`),
 and so does the engine's file reader (`correlate/io.py`), with `received_at=None`: a body from a
 file has no arrival, so an alert that carries no time of its own is rejected there."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -39,11 +40,22 @@ def kind_of(document: object) -> str:
         return "alertmanager"
     if "alerts" not in document and any(key in document for key in ("ruleId", "ruleName", "evalMatches")):
         return "grafana"
-    if "alerts" not in document and any(key in document for key in ("payload", "event_action", "routing_key", "service_key", "event_type")):
+    if "alerts" not in document and any(
+        key in document for key in ("payload", "event_action", "routing_key", "service_key", "event_type")
+    ):
         return "events"
     if document.get("version") == "1" or "orgId" in document:
         return "grafana"
     return "alertmanager"
 
 
-__all__ = ["DOCUMENT_PARSERS", "PARSERS", "ParseResult", "ParsedAlert", "PayloadError", "Rejection", "kind_of", "parser_for"]
+__all__ = [
+    "DOCUMENT_PARSERS",
+    "PARSERS",
+    "ParseResult",
+    "ParsedAlert",
+    "PayloadError",
+    "Rejection",
+    "kind_of",
+    "parser_for",
+]

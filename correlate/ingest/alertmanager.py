@@ -4,6 +4,7 @@ Alertmanager delivers at least once and re-sends a group's alerts whenever the g
 and every repeat_interval, so a body is a view of a group, not a list of news: the service
 upserts each occurrence by (fingerprint, startsAt).
 """
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -18,11 +19,11 @@ from correlate.ingest.common import (
     ParsedAlert,
     ParseResult,
     PayloadError,
+    arrival,
     clean_text,
     decode_json,
     expect_object,
     parse_time,
-    arrival,
     string_map,
     truncated_alerts,
     type_name,
@@ -52,9 +53,11 @@ def alerts_array(document: Any) -> list:
         raise PayloadError(f"body: expected a JSON object, got {type_name(document)}")
     version = document.get("version")
     if version is not None and version != "4":
-        raise PayloadError(f"version: expected \"4\", got {str(version)[:20]!r}")
+        raise PayloadError(f'version: expected "4", got {str(version)[:20]!r}')
     if "alerts" not in document:
-        raise PayloadError(f"alerts: missing; an Alertmanager webhook body has an 'alerts' array{other_format(document)}")
+        raise PayloadError(
+            f"alerts: missing; an Alertmanager webhook body has an 'alerts' array{other_format(document)}"
+        )
     alerts = document["alerts"]
     if not isinstance(alerts, list):
         raise PayloadError(f"alerts: expected an array, got {type_name(alerts)}")
@@ -106,9 +109,13 @@ def parse_alert(item: Any, path: str, received_at: datetime | None) -> ParsedAle
 def alert_status(alert: dict, path: str, ends_at: datetime | None, received_at: datetime | None) -> str:
     status = alert.get("status")
     if status is None:
-        return "resolved" if ends_at is not None and (received_at is None or ends_at <= received_at) else "firing"
+        return (
+            "resolved"
+            if ends_at is not None and (received_at is None or ends_at <= received_at)
+            else "firing"
+        )
     if status not in STATUSES:
-        raise FieldError(f"{path}.status", f"expected \"firing\" or \"resolved\", got {str(status)[:40]!r}")
+        raise FieldError(f"{path}.status", f'expected "firing" or "resolved", got {str(status)[:40]!r}')
     return status
 
 

@@ -4,12 +4,13 @@ Parsers are pure (bytes in, dataclasses out) so they can be replayed on any stor
 problem is reported with the path of the value at fault (`alerts[3].startsAt`), because the
 person reading a 400 at 2 a.m. needs to know where to look, not only that something is wrong.
 """
+
 from __future__ import annotations
 
 import json
 import re
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta, timezone
 from typing import Any
 
 from correlate.events import is_zero_time
@@ -35,7 +36,7 @@ _RFC3339 = re.compile(
 class PayloadError(ValueError):
     """Nothing in the body is usable; the message says what is wrong and where."""
 
-    def __init__(self, message: str, rejected: list["Rejection"] | None = None) -> None:
+    def __init__(self, message: str, rejected: list[Rejection] | None = None) -> None:
         super().__init__(message)
         self.message = message
         self.rejected = rejected or []
@@ -85,7 +86,7 @@ class ParseResult:
     def reject(self, exc: FieldError) -> None:
         self.rejected.append(Rejection(exc.path, exc.error))
 
-    def require_something_usable(self, what: str) -> "ParseResult":
+    def require_something_usable(self, what: str) -> ParseResult:
         if self.rejected and not self.alerts:
             first = self.rejected[0]
             more = len(self.rejected) - 1
@@ -110,7 +111,9 @@ def decode_json(body: bytes) -> Any:
     try:
         text = body.decode("utf-8")
     except UnicodeDecodeError as exc:
-        raise PayloadError(f"body: not UTF-8 (invalid byte 0x{body[exc.start]:02x} at offset {exc.start})") from None
+        raise PayloadError(
+            f"body: not UTF-8 (invalid byte 0x{body[exc.start]:02x} at offset {exc.start})"
+        ) from None
     if text.startswith("\ufeff"):
         text = text[1:]
     document = _orjson_document(text)
@@ -120,7 +123,9 @@ def decode_json(body: bytes) -> Any:
         document = json.loads(text)
     except json.JSONDecodeError as exc:
         _check_depth(text)  # too deep is said first, as before a body is read at all
-        raise PayloadError(f"body: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})") from None
+        raise PayloadError(
+            f"body: not valid JSON ({exc.msg} at line {exc.lineno} column {exc.colno})"
+        ) from None
     except RecursionError:
         raise PayloadError(f"body: JSON nested deeper than {MAX_JSON_DEPTH} levels") from None
     except ValueError:  # Python's int limit: a number literal of more than 4300 digits
@@ -168,7 +173,9 @@ def _check_parsed_depth(document: Any) -> bool:
             raise PayloadError(f"body: JSON nested deeper than {MAX_JSON_DEPTH} levels")
         inner: list = []
         for node in level:
-            for value in node.values() if type(node) is dict else node:  # a plain loop: faster than a comprehension here
+            for value in (
+                node.values() if type(node) is dict else node
+            ):  # a plain loop: faster than a comprehension here
                 kind = type(value)
                 if kind is dict or kind is list:
                     inner.append(value)
@@ -312,7 +319,7 @@ def _read_time(value: Any, path: str) -> datetime | None:
         moment = datetime(int(year), int(month), int(day), int(hour), int(minute), int(second), micro)
         if is_zero_time(moment):
             return None
-        moment = moment.replace(tzinfo=_offset(offset)).astimezone(timezone.utc)
+        moment = moment.replace(tzinfo=_offset(offset)).astimezone(UTC)
     except (ValueError, OverflowError) as exc:
         raise FieldError(path, f"not a valid time: {value[:60]!r} ({exc})") from None
     if moment.year < 1970:
@@ -322,7 +329,7 @@ def _read_time(value: Any, path: str) -> datetime | None:
 
 def _offset(text: str) -> timezone:
     if text in ("Z", "z"):
-        return timezone.utc
+        return UTC
     sign = 1 if text[0] == "+" else -1
     digits = text[1:].replace(":", "")
     hours, minutes = int(digits[:2]), int(digits[2:])

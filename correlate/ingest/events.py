@@ -8,6 +8,7 @@ event per group: `correlate.pagerduty`). Those lists, the counts beside them and
 long for a label are annotations, not labels. The alert name: `correlate.pagerduty.event_alertname`.
 A change event (no event_action) becomes an already-resolved occurrence of kind `change`.
 """
+
 from __future__ import annotations
 
 import json
@@ -47,12 +48,16 @@ def parse_document(document: Any, received_at: datetime | None) -> ParseResult:
     if isinstance(document, list):
         items = [(item, f"[{index}]") for index, item in enumerate(document)]
     elif isinstance(document, dict) and isinstance(document.get("alerts"), list):
-        raise PayloadError("body: an Alertmanager or Grafana webhook body (an 'alerts' array), not a PagerDuty event: "
-                           "send it to an `alertmanager` or `grafana` integration's URL")
+        raise PayloadError(
+            "body: an Alertmanager or Grafana webhook body (an 'alerts' array), not a PagerDuty event: "
+            "send it to an `alertmanager` or `grafana` integration's URL"
+        )
     elif isinstance(document, dict):
         items = [(document, "")]
     else:
-        raise PayloadError(f"body: expected a JSON object (one event) or an array of events, got {type_name(document)}")
+        raise PayloadError(
+            f"body: expected a JSON object (one event) or an array of events, got {type_name(document)}"
+        )
     result = ParseResult()
     for item, path in items:
         try:
@@ -80,8 +85,13 @@ def routing_key_of(body: bytes) -> str | None:
     return key if isinstance(key, str) else None
 
 
-V1_PATHS = {"payload.summary": "description", "payload.custom_details": "details", "payload": "body",
-            "dedup_key": "incident_key", "event_action": "event_type"}
+V1_PATHS = {
+    "payload.summary": "description",
+    "payload.custom_details": "details",
+    "payload": "body",
+    "dedup_key": "incident_key",
+    "event_action": "event_type",
+}
 
 
 def parse_event(item: Any, prefix: str, received_at: datetime | None) -> ParsedAlert:
@@ -97,10 +107,10 @@ def parse_event(item: Any, prefix: str, received_at: datetime | None) -> ParsedA
 def v1_path(path: str, prefix: str) -> str:
     """A v2 field's path as the v1 body the sender wrote names it."""
     head = f"{prefix}." if prefix else ""
-    inner = path[len(head):] if head and path.startswith(head) else path
+    inner = path[len(head) :] if head and path.startswith(head) else path
     for v2_name, v1_name in V1_PATHS.items():
         if inner == v2_name or inner.startswith(f"{v2_name}."):
-            return head + v1_name + inner[len(v2_name):]
+            return head + v1_name + inner[len(v2_name) :]
     return path
 
 
@@ -109,11 +119,16 @@ def parse_v2_event(event: dict, prefix: str, received_at: datetime | None) -> Pa
     payload = expect_object(event.get("payload"), f"{path}payload") if "payload" in event else {}
     action = event.get("event_action")
     if action is None and ("payload" not in event or looks_like_alert_event(event, payload)):
-        raise FieldError(f"{path}event_action", "missing; expected trigger, acknowledge or resolve (or a change event's payload)")
+        raise FieldError(
+            f"{path}event_action",
+            "missing; expected trigger, acknowledge or resolve (or a change event's payload)",
+        )
     if action is None:
         return parse_change(payload, f"{path}payload", received_at)
     if action not in ACTIONS:
-        raise FieldError(f"{path}event_action", f"expected one of {', '.join(ACTIONS)}, got {str(action)[:40]!r}")
+        raise FieldError(
+            f"{path}event_action", f"expected one of {', '.join(ACTIONS)}, got {str(action)[:40]!r}"
+        )
     details = payload.get("custom_details")
     summary = text_field(payload, "summary", f"{path}payload", required=action == "trigger")
     source = text_field(payload, "source", f"{path}payload", required=False)
@@ -121,7 +136,9 @@ def parse_v2_event(event: dict, prefix: str, received_at: datetime | None) -> Pa
     dedup_key = event.get("dedup_key")
     if dedup_key in (None, ""):
         if action != "trigger":
-            raise FieldError(f"{path}dedup_key", f"missing; an {action} event names the alert by its dedup_key")
+            raise FieldError(
+                f"{path}dedup_key", f"missing; an {action} event names the alert by its dedup_key"
+            )
         fingerprint = event_fingerprint(source=source, summary=summary, component=component)
     else:
         fingerprint = clean_text(dedup_key, f"{path}dedup_key", limit=MAX_FINGERPRINT)
@@ -168,7 +185,9 @@ def text_field(payload: dict, key: str, path: str, *, required: bool) -> str:
         if required:
             raise FieldError(f"{path}.{key}", "missing")
         return ""
-    return clean_text(value, f"{path}.{key}", limit=MAX_ANNOTATION_VALUE if key == "summary" else MAX_LABEL_VALUE)
+    return clean_text(
+        value, f"{path}.{key}", limit=MAX_ANNOTATION_VALUE if key == "summary" else MAX_LABEL_VALUE
+    )
 
 
 def event_time(payload: dict, path: str, received_at: datetime | None) -> datetime:
@@ -206,15 +225,20 @@ def detail_scalars(details: Any) -> list[tuple[Any, str]]:
     stored body)."""
     if not isinstance(details, dict):
         return []
-    return [(key, value if isinstance(value, str) else json.dumps(value))
-            for key, value in details.items() if value is not None and not isinstance(value, (dict, list))]
+    return [
+        (key, value if isinstance(value, str) else json.dumps(value))
+        for key, value in details.items()
+        if value is not None and not isinstance(value, (dict, list))
+    ]
 
 
 def group_labels(details: Any) -> dict[str, str]:
     """The group's common labels from the senders' alert lists, those a label can hold."""
     try:
-        return {clean_text(key, "", limit=1024): clean_text(value, "", limit=MAX_LABEL_VALUE)
-                for key, value in pagerduty.group_labels(details).items()}
+        return {
+            clean_text(key, "", limit=1024): clean_text(value, "", limit=MAX_LABEL_VALUE)
+            for key, value in pagerduty.group_labels(details).items()
+        }
     except FieldError:
         return {}
 

@@ -6,6 +6,7 @@ state, evalMatches, tags; no `alerts`, no times).
 Each alert has the Alertmanager shape plus dashboard/panel/silence URLs and `values`, which
 are kept as annotations so the incident page can show what Grafana saw.
 """
+
 from __future__ import annotations
 
 import json
@@ -44,13 +45,17 @@ def parse_document(document: Any, received_at: datetime | None) -> ParseResult:
         return parse_legacy(document, received_at)
     version = document.get("version")
     if version not in (None, "1", "4"):
-        raise PayloadError(f"version: expected \"1\" (Grafana) or \"4\" (Alertmanager-compatible), got {str(version)[:20]!r}")
+        raise PayloadError(
+            f'version: expected "1" (Grafana) or "4" (Alertmanager-compatible), got {str(version)[:20]!r}'
+        )
     alerts = alertmanager.alerts_array({**document, "version": None})
     result = ParseResult(truncated=truncated_alerts(document))
     for index, item in enumerate(alerts):
         path = f"alerts[{index}]"
         try:
-            result.alerts.append(with_grafana_context(alertmanager.parse_alert(item, path, received_at), item))
+            result.alerts.append(
+                with_grafana_context(alertmanager.parse_alert(item, path, received_at), item)
+            )
         except FieldError as exc:
             result.reject(exc)
     return result.require_something_usable("alert")
@@ -108,16 +113,23 @@ def parse_legacy(document: dict, received_at: datetime | None) -> ParseResult:
         received_at = arrival(received_at, "body")  # a legacy notification carries no time
     except FieldError as exc:
         return ParseResult(rejected=[Rejection(exc.path, exc.error)]).require_something_usable("alert")
-    return ParseResult(alerts=[ParsedAlert(
-        fingerprint="grafana-legacy:" + ":".join(str(document.get(key, "")) for key in ("orgId", "dashboardId", "panelId", "ruleId")),
-        status="firing" if firing else "resolved",
-        starts_at=received_at,
-        ends_at=None if firing else received_at,
-        labels=labels,
-        annotations=legacy_annotations(document),
-        generator_url=optional_text(document.get("ruleUrl"), limit=MAX_ANNOTATION_VALUE),
-        event_action="trigger" if firing else "resolve",
-    )])
+    return ParseResult(
+        alerts=[
+            ParsedAlert(
+                fingerprint="grafana-legacy:"
+                + ":".join(
+                    str(document.get(key, "")) for key in ("orgId", "dashboardId", "panelId", "ruleId")
+                ),
+                status="firing" if firing else "resolved",
+                starts_at=received_at,
+                ends_at=None if firing else received_at,
+                labels=labels,
+                annotations=legacy_annotations(document),
+                generator_url=optional_text(document.get("ruleUrl"), limit=MAX_ANNOTATION_VALUE),
+                event_action="trigger" if firing else "resolve",
+            )
+        ]
+    )
 
 
 def legacy_labels(document: dict) -> dict[str, str]:
@@ -131,7 +143,9 @@ def legacy_labels(document: dict) -> dict[str, str]:
             if value is None or isinstance(value, (dict, list)):
                 continue
             text = value if isinstance(value, str) else json.dumps(value)
-            labels.setdefault(clean_text(key, "tags", limit=1024), clean_text(text, f"tags.{key}", limit=MAX_LABEL_VALUE))
+            labels.setdefault(
+                clean_text(key, "tags", limit=1024), clean_text(text, f"tags.{key}", limit=MAX_LABEL_VALUE)
+            )
     if document.get("state") == "no_data":
         labels.setdefault("grafana_state", "no_data")
     return labels

@@ -3,6 +3,7 @@
 Pure Python (no Django). `python -m correlate.simulator --list`;
 `python -m correlate.simulator --scenario NAME --start ISO [--seed N] --out DIR`.
 """
+
 from __future__ import annotations
 
 from .core import parse_start

@@ -1,4 +1,5 @@
 """CLI: `python -m correlate.simulator --list` or `--scenario NAME --start ISO [--seed N] --out DIR`."""
+
 from __future__ import annotations
 
 import argparse

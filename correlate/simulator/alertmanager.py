@@ -6,6 +6,7 @@ then a flush every group_interval; a flush notifies when new alerts fire, when a
 (send_resolved), or when repeat_interval elapsed; resolved alerts leave the group after a flush;
 alerts in a body sorted by job, instance, then labels; JSON with Go's HTML escaping.
 """
+
 from __future__ import annotations
 
 import heapq
@@ -123,7 +124,9 @@ def _common(dicts: list[dict[str, str]]) -> dict[str, str]:
     return out
 
 
-def simulate(configs: dict[str, AlertmanagerConfig], occurrences: list[Occurrence], end: int) -> list[Delivery]:
+def simulate(
+    configs: dict[str, AlertmanagerConfig], occurrences: list[Occurrence], end: int
+) -> list[Delivery]:
     """Replays arrivals through each Alertmanager's routes; returns deliveries in time order."""
     arrivals = sorted(occurrences, key=lambda o: (o.arrival, o.seq))
     groups: dict[tuple[str, str], _Group] = {}
@@ -197,15 +200,17 @@ def _flush(cfg: AlertmanagerConfig, group: _Group, t: int, deliveries: list[Deli
     body_alerts = []
     for o in alerts:
         is_firing = o.fingerprint in firing
-        body_alerts.append({
-            "status": "firing" if is_firing else "resolved",
-            "labels": {k: o.labels[k] for k in sorted(o.labels)},
-            "annotations": {k: o.annotations[k] for k in sorted(o.annotations)},
-            "startsAt": go_time(o.starts),
-            "endsAt": ZERO_TIME if is_firing else go_time(o.ends),
-            "generatorURL": o.generator_url,
-            "fingerprint": o.fingerprint,
-        })
+        body_alerts.append(
+            {
+                "status": "firing" if is_firing else "resolved",
+                "labels": {k: o.labels[k] for k in sorted(o.labels)},
+                "annotations": {k: o.annotations[k] for k in sorted(o.annotations)},
+                "startsAt": go_time(o.starts),
+                "endsAt": ZERO_TIME if is_firing else go_time(o.ends),
+                "generatorURL": o.generator_url,
+                "fingerprint": o.fingerprint,
+            }
+        )
     body = {
         "receiver": group.route.receiver,
         "status": "firing" if firing else "resolved",
@@ -224,5 +229,10 @@ def _flush(cfg: AlertmanagerConfig, group: _Group, t: int, deliveries: list[Deli
 def dumps_go(obj: object) -> str:
     """json.Marshal's output: compact, HTML characters escaped as \\u003c \\u003e \\u0026."""
     text = json.dumps(obj, ensure_ascii=False, separators=(",", ":"))
-    return (text.replace("<", "\\u003c").replace(">", "\\u003e").replace("&", "\\u0026")
-            .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
+    return (
+        text.replace("<", "\\u003c")
+        .replace(">", "\\u003e")
+        .replace("&", "\\u0026")
+        .replace("\u2028", "\\u2028")
+        .replace("\u2029", "\\u2029")
+    )

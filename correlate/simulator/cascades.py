@@ -2,6 +2,7 @@
 -> dict of occurrences` fires the alerts of one cascade with realistic rule timing, moves the
 metrics underneath and records which occurrence is the root; the noise alerts and how people
 respond. `scenarios.py` places them on the fleet."""
+
 from __future__ import annotations
 
 from .alertmanager import Occurrence
@@ -31,8 +32,18 @@ def _j(s: Story, *key: object, lo: float = -1.0, hi: float = 1.0) -> int:
 
 # -- families --------------------------------------------------------------------------------------
 
-def frag_oom(s: Story, dep: Deployment, t0: int, inc: Incident | None, *, slow: bool = True, bad: int = 0,
-             fb_alert: bool = True, crash_minutes: int = 22) -> dict:
+
+def frag_oom(
+    s: Story,
+    dep: Deployment,
+    t0: int,
+    inc: Incident | None,
+    *,
+    slow: bool = True,
+    bad: int = 0,
+    fb_alert: bool = True,
+    crash_minutes: int = 22,
+) -> dict:
     """Fragmentation -> KV pool exhaustion -> OOM -> crash loop -> sibling queueing -> TTFT."""
     _family(inc, "frag-oom")
     pod = dep.pods[bad]
@@ -81,8 +92,9 @@ def preemption_itl(s: Story, dep: Deployment, t0: int, inc: Incident | None, *, 
     return out
 
 
-def hot_instance(s: Story, dep: Deployment, t0: int, inc: Incident | None, *, slow: bool = False,
-                 idx: int = 1) -> dict:
+def hot_instance(
+    s: Story, dep: Deployment, t0: int, inc: Incident | None, *, slow: bool = False, idx: int = 1
+) -> dict:
     """Prefix-hash hotspot -> queueing on that pod -> its TTFT."""
     _family(inc, "hot-instance")
     pod = dep.pods[idx]
@@ -96,8 +108,9 @@ def hot_instance(s: Story, dep: Deployment, t0: int, inc: Incident | None, *, sl
     return out
 
 
-def numeric(s: Story, dep: Deployment, t0: int, inc: Incident | None, *, corrupt_metric: bool = True,
-            idx: int = 0) -> dict:
+def numeric(
+    s: Story, dep: Deployment, t0: int, inc: Incident | None, *, corrupt_metric: bool = True, idx: int = 0
+) -> dict:
     """NaN/Inf in one batch -> repetition / garbage completions -> error rate."""
     _family(inc, "numeric-nan")
     pod = dep.pods[idx]
@@ -106,15 +119,24 @@ def numeric(s: Story, dep: Deployment, t0: int, inc: Incident | None, *, corrupt
     if corrupt_metric:
         out["nan"] = s.fire("nan", pod, t0, end, inc=inc, root=True, ramp_s=20)  # NaNs start abruptly
     n = len(dep.pods)
-    out["rep"] = s.fire("repetition", dep, t0 + 60 * NS, end, inc=inc, pods=[pod], peak=min(0.6, 0.4 * n / 4),
-                        root=not corrupt_metric)
+    out["rep"] = s.fire(
+        "repetition",
+        dep,
+        t0 + 60 * NS,
+        end,
+        inc=inc,
+        pods=[pod],
+        peak=min(0.6, 0.4 * n / 4),
+        root=not corrupt_metric,
+    )
     out["err"] = s.fire("errors", dep, t0 + 3 * M, end, inc=inc, pods=[pod], peak=0.22)
     out["end"] = end
     return out
 
 
-def xid_crash(s: Story, dep: Deployment, t0: int, inc: Incident | None, *, code: int = 79,
-              late_s: float = 0) -> dict:
+def xid_crash(
+    s: Story, dep: Deployment, t0: int, inc: Incident | None, *, code: int = 79, late_s: float = 0
+) -> dict:
     """GPU Xid (and ECC) -> engine crash -> target down, crash loop -> siblings' TTFT."""
     _family(inc, "gpu-xid-crash")
     pod = dep.pods[0]
@@ -123,8 +145,17 @@ def xid_crash(s: Story, dep: Deployment, t0: int, inc: Incident | None, *, code:
     t_drain = t0 + 34 * M + _j(s, dep.name, t0, "drain", lo=-3, hi=3)
     out = {}
     s.xid(gpu, t0, code, hold_s=int((t_drain - t0) / NS))
-    out["xid"] = s.fire("xid", (gpu, pod), t0, t_drain, inc=inc, root=True, delay_s=late_s, value=code,
-                        labels={"err_code": str(code), "err_msg": XID_TEXT[code]})
+    out["xid"] = s.fire(
+        "xid",
+        (gpu, pod),
+        t0,
+        t_drain,
+        inc=inc,
+        root=True,
+        delay_s=late_s,
+        value=code,
+        labels={"err_code": str(code), "err_msg": XID_TEXT[code]},
+    )
     if code in (48, 94, 95):
         s.ecc(gpu, t0 + 35 * NS)  # the DBE counter moves on the exporter's next poll
         out["ecc"] = s.fire("ecc", (gpu, pod), t0 + 35 * NS, t0 + 35 * NS, inc=inc, delay_s=late_s)
@@ -183,25 +214,57 @@ def rollout_crash(s: Story, dep: Deployment, t0: int, inc: Incident | None) -> d
     t_back = t0 + 40 * M + _j(s, dep.name, "rb", lo=-3, hi=3)
     out = {}
     author = s.person(3)
-    image = {"vllm": "vllm/vllm-openai", "sglang": "lmsysorg/sglang", "trtllm": "nvcr.io/nvidia/tritonserver"}[
-        dep.engine]
+    image = {
+        "vllm": "vllm/vllm-openai",
+        "sglang": "lmsysorg/sglang",
+        "trtllm": "nvcr.io/nvidia/tritonserver",
+    }[dep.engine]
     if r.random() < 0.6:
-        kind, summary, source = ("rollout", f"Argo CD sync {dep.namespace}/{dep.name}: {image}:{v_old} -> {v_new}",
-                                 f"argocd.{cl.name}")
+        kind, summary, source = (
+            "rollout",
+            f"Argo CD sync {dep.namespace}/{dep.name}: {image}:{v_old} -> {v_new}",
+            f"argocd.{cl.name}",
+        )
     else:
-        kind, summary, source = ("deploy", f"Deploy {dep.name} {v_new} to {cl.name} (workflow run "
-                                           f"#{r.randint(2000, 9000)})", "github-actions")
+        kind, summary, source = (
+            "deploy",
+            f"Deploy {dep.name} {v_new} to {cl.name} (workflow run #{r.randint(2000, 9000)})",
+            "github-actions",
+        )
     out["change"] = s.change(
-        t0, kind, summary, source, {"cluster": cl.name, "namespace": dep.namespace, "deployment": dep.name,
-                               "model": dep.served_name, "image": f"{image}:{v_new}",
-                               "previous_image": f"{image}:{v_old}", "revision": hex_id(r, 7),
-                               "author": author},
-        inc=inc, root=True, dep=dep,
-        links=[{"href": f"https://argocd.{s.world.domain}/applications/{dep.name}", "text": "Argo CD application"}
-               if kind == "rollout" else
-               {"href": f"https://github.com/{s.world.org}/ml-deploy/actions/runs/{r.randint(10**9, 10**10)}",
-                "text": "workflow run"},
-               {"href": f"https://git.{s.world.domain}/ml-platform/deploy/commit/{hex_id(r, 40)}", "text": "commit"}])
+        t0,
+        kind,
+        summary,
+        source,
+        {
+            "cluster": cl.name,
+            "namespace": dep.namespace,
+            "deployment": dep.name,
+            "model": dep.served_name,
+            "image": f"{image}:{v_new}",
+            "previous_image": f"{image}:{v_old}",
+            "revision": hex_id(r, 7),
+            "author": author,
+        },
+        inc=inc,
+        root=True,
+        dep=dep,
+        links=[
+            {
+                "href": f"https://argocd.{s.world.domain}/applications/{dep.name}",
+                "text": "Argo CD application",
+            }
+            if kind == "rollout"
+            else {
+                "href": f"https://github.com/{s.world.org}/ml-deploy/actions/runs/{r.randint(10**9, 10**10)}",
+                "text": "workflow run",
+            },
+            {
+                "href": f"https://git.{s.world.domain}/ml-platform/deploy/commit/{hex_id(r, 40)}",
+                "text": "commit",
+            },
+        ],
+    )
     old_hash = dep.rs_hash
     new = s.world.roll(dep, 2)
     for p in new:
@@ -217,10 +280,21 @@ def rollout_crash(s: Story, dep: Deployment, t0: int, inc: Incident | None) -> d
     out["ttft"] = s.fire("ttft", dep, t0 + 4 * M, t_back + 3 * M, inc=inc, pods=survivors)
     out["queue"] = s.fire("queue", survivors[0], t0 + 3 * M, t_back + 2 * M, inc=inc)
     out["rollback"] = s.change(
-        t_back, "rollback", f"Argo CD rollback {dep.namespace}/{dep.name} to {image}:{v_old}",
-        f"argocd.{cl.name}", {"cluster": cl.name, "namespace": dep.namespace, "deployment": dep.name,
-                               "model": dep.served_name, "image": f"{image}:{v_old}", "author": s.person(1)},
-        inc=inc, dep=dep)
+        t_back,
+        "rollback",
+        f"Argo CD rollback {dep.namespace}/{dep.name} to {image}:{v_old}",
+        f"argocd.{cl.name}",
+        {
+            "cluster": cl.name,
+            "namespace": dep.namespace,
+            "deployment": dep.name,
+            "model": dep.served_name,
+            "image": f"{image}:{v_old}",
+            "author": s.person(1),
+        },
+        inc=inc,
+        dep=dep,
+    )
     dep.rs_hash = old_hash
     back = s.world._pod(dep)
     dep.pods = survivors + [back]
@@ -237,14 +311,30 @@ def config_oom(s: Story, dep: Deployment, t0: int, inc: Incident | None) -> dict
     r = rng_for(s.key, "cfg", dep.name)
     out = {}
     out["change"] = s.change(
-        t0, "config", f"helm upgrade {dep.name}: gpu_memory_utilization 0.90 -> 0.95, max_num_seqs 256 -> 512",
+        t0,
+        "config",
+        f"helm upgrade {dep.name}: gpu_memory_utilization 0.90 -> 0.95, max_num_seqs 256 -> 512",
         r.choice(["helm", "github-actions", "flux"]),
-        {"cluster": cl.name, "namespace": dep.namespace, "deployment": dep.name, "model": dep.served_name,
-         "chart": "vllm-stack", "values_diff": "gpu_memory_utilization: 0.95; max_num_seqs: 512",
-         "author": s.person(4)},
-        inc=inc, root=True, dep=dep, ts_style="pd",
-        links=[{"href": f"https://git.{s.world.domain}/ml-platform/helm-values/pull/{r.randint(300, 2000)}",
-                "text": "pull request"}])
+        {
+            "cluster": cl.name,
+            "namespace": dep.namespace,
+            "deployment": dep.name,
+            "model": dep.served_name,
+            "chart": "vllm-stack",
+            "values_diff": "gpu_memory_utilization: 0.95; max_num_seqs: 512",
+            "author": s.person(4),
+        },
+        inc=inc,
+        root=True,
+        dep=dep,
+        ts_style="pd",
+        links=[
+            {
+                "href": f"https://git.{s.world.domain}/ml-platform/helm-values/pull/{r.randint(300, 2000)}",
+                "text": "pull request",
+            }
+        ],
+    )
     p1, p2 = dep.pods[0], dep.pods[1]
     t1 = t0 + 16 * M + _j(s, dep.name, "o1", lo=0, hi=3)
     t2 = t1 + 4 * M
@@ -268,31 +358,54 @@ def threshold_storm(s: Story, dep: Deployment, t0: int, inc: Incident | None) ->
     name = translate(dep.engine, s._style(cl, KINDS["queue"], None, None)[0])
     t_rev = t0 + 24 * M + _j(s, dep.name, "rev", lo=-3, hi=3)
     r = rng_for(s.key, "storm", dep.name)
-    details = {"cluster": cl.name, "namespace": dep.namespace, "alertname": name,
-               "rule_file": f"{dep.namespace}/vllm-queue.rules.yaml", "deployment": dep.name,
-               "model": dep.served_name}
-    out = {"change": s.change(
-        t0, "threshold_edit", f"prometheus-rules: lower {name} threshold 20 -> 5 for {dep.namespace}",
-        "prometheus-rules-ci", dict(details, old_threshold="20", new_threshold="5", reviewed="false",
-                                    author=s.person(2)),
-        inc=inc, root=True, dep=dep,
-        links=[{"href": f"https://git.{s.world.domain}/sre/prometheus-rules/pull/{r.randint(100, 900)}",
-                "text": "merged PR"}])}
+    details = {
+        "cluster": cl.name,
+        "namespace": dep.namespace,
+        "alertname": name,
+        "rule_file": f"{dep.namespace}/vllm-queue.rules.yaml",
+        "deployment": dep.name,
+        "model": dep.served_name,
+    }
+    out = {
+        "change": s.change(
+            t0,
+            "threshold_edit",
+            f"prometheus-rules: lower {name} threshold 20 -> 5 for {dep.namespace}",
+            "prometheus-rules-ci",
+            dict(details, old_threshold="20", new_threshold="5", reviewed="false", author=s.person(2)),
+            inc=inc,
+            root=True,
+            dep=dep,
+            links=[
+                {
+                    "href": f"https://git.{s.world.domain}/sre/prometheus-rules/pull/{r.randint(100, 900)}",
+                    "text": "merged PR",
+                }
+            ],
+        )
+    }
     for i, p in enumerate(dep.pods[:3]):
         s.effect("waiting", p, 5, 7.5 + i, t0 - 50 * M, t_rev + 20 * M, ramp_s=600)
-        occ = s.fire("queue", p, t0 + (i * 20 - 90) * NS, t_rev, inc=inc, threshold=5, bump=False,
-                     value=7 + i)
+        occ = s.fire(
+            "queue", p, t0 + (i * 20 - 90) * NS, t_rev, inc=inc, threshold=5, bump=False, value=7 + i
+        )
         occ.signal = ("waiting", [p.name], 5, "up")
         out[f"queue{i}"] = occ
     out["revert"] = s.change(
-        t_rev, "threshold_edit", f"prometheus-rules: revert {name} threshold 5 -> 20 for {dep.namespace}",
-        "prometheus-rules-ci", dict(details, old_threshold="5", new_threshold="20", reviewed="true",
-                                    author=s.person(0)), inc=inc, dep=dep)
+        t_rev,
+        "threshold_edit",
+        f"prometheus-rules: revert {name} threshold 5 -> 20 for {dep.namespace}",
+        "prometheus-rules-ci",
+        dict(details, old_threshold="5", new_threshold="20", reviewed="true", author=s.person(0)),
+        inc=inc,
+        dep=dep,
+    )
     out["end"] = t_rev
     return out
 
 
 # -- noise ------------------------------------------------------------------------------------------
+
 
 def noise_disk_flap(s: Story, node: Node, t0: int, flaps: int = 3) -> list[Occurrence]:
     occs = []
@@ -311,8 +424,13 @@ def noise_cert(s: Story, cluster: Cluster, t0: int) -> Occurrence:
 
 def noise_job_failed(s: Story, dep: Deployment, t0: int) -> Occurrence:
     r = rng_for(s.key, "jobf", dep.name, t0)
-    labels = {"namespace": dep.namespace, "job_name": f"eval-{dep.name[:20]}-{r.randint(28000000, 29999999)}",
-              "job": "kube-state-metrics", "instance": f"{s.ksm_ips[dep.cluster.name]}:8080", "condition": "true"}
+    labels = {
+        "namespace": dep.namespace,
+        "job_name": f"eval-{dep.name[:20]}-{r.randint(28000000, 29999999)}",
+        "job": "kube-state-metrics",
+        "instance": f"{s.ksm_ips[dep.cluster.name]}:8080",
+        "condition": "true",
+    }
     return s.fire("job_failed", static_target(dep.cluster, labels), t0, t0 + 50 * M, inc=None, bump=False)
 
 
@@ -320,8 +438,9 @@ def noise_cpu_throttle(s: Story, dep: Deployment, t0: int) -> Occurrence:
     r = rng_for(s.key, "cpu", dep.name, t0)
     pod = f"{dep.name}-router-{hex_id(r, 9)}-{hex_id(r, 5)}"
     labels = {"namespace": dep.namespace, "pod": pod, "container": "router"}
-    return s.fire("cpu_throttle", static_target(dep.cluster, labels), t0, t0 + 40 * M, inc=None, bump=False,
-                  value=38)
+    return s.fire(
+        "cpu_throttle", static_target(dep.cluster, labels), t0, t0 + 40 * M, inc=None, bump=False, value=38
+    )
 
 
 def noise_clock(s: Story, node: Node, t0: int) -> Occurrence:
@@ -341,9 +460,19 @@ def noise_gpu_temp(s: Story, dep: Deployment, t0: int) -> Occurrence:
 
 # -- people ---------------------------------------------------------------------------------------
 
-def respond(s: Story, first: Occurrence, *, who: int, ack_s: float = 240, resolve_after: int | None = None,
-            notes: tuple[str, ...] = (), mitigate_after: int | None = None, severity: str | None = None,
-            assign_to: int | None = None) -> None:
+
+def respond(
+    s: Story,
+    first: Occurrence,
+    *,
+    who: int,
+    ack_s: float = 240,
+    resolve_after: int | None = None,
+    notes: tuple[str, ...] = (),
+    mitigate_after: int | None = None,
+    severity: str | None = None,
+    assign_to: int | None = None,
+) -> None:
     """The on-call's usual moves on an incident, named by its first alert (retargeted at replay
     time to whichever of the incident's alerts is firing)."""
     by = s.person(who)
@@ -353,8 +482,13 @@ def respond(s: Story, first: Occurrence, *, who: int, ack_s: float = 240, resolv
     if severity:
         s.act("severity", first, after_s=ack_s + 60, by=by, level=severity)
     for i, text in enumerate(notes):
-        s.act("note", first, after_s=ack_s + 120 + 240 * i, by=s.person(assign_to if assign_to is not None else who),
-              text=text)
+        s.act(
+            "note",
+            first,
+            after_s=ack_s + 120 + 240 * i,
+            by=s.person(assign_to if assign_to is not None else who),
+            text=text,
+        )
     if mitigate_after is not None:
         s.act("mitigate", first, at=mitigate_after, by=by)
     if resolve_after is not None:

@@ -4,11 +4,12 @@ Alertmanager's label-set fingerprint.
 Times are integer nanoseconds since the epoch throughout the simulator, so that formatting
 with Go's RFC3339Nano rules (trailing zeros trimmed) is exact and runs are byte-identical.
 """
+
 from __future__ import annotations
 
 import hashlib
 import random
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from correlate.events import labelset_fingerprint
 
@@ -25,7 +26,7 @@ def parse_start(text: str) -> int:
         value += "T00:00:00"
     dt = datetime.fromisoformat(value.replace("Z", "+00:00"))
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
+        dt = dt.replace(tzinfo=UTC)
     return int(dt.replace(microsecond=0).timestamp()) * NS + dt.microsecond * 1000
 
 
@@ -37,7 +38,7 @@ def day_start(ns: int) -> int:
 def go_time(ns: int) -> str:
     """Go's time.RFC3339Nano in UTC: fractional seconds with trailing zeros trimmed."""
     seconds, frac = divmod(ns, NS)
-    text = datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    text = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
     if frac:
         text += "." + f"{frac:09d}".rstrip("0")
     return text + "Z"
@@ -46,7 +47,7 @@ def go_time(ns: int) -> str:
 def iso_ms(ns: int, style: str = "z") -> str:
     """Change-event timestamps as senders write them: `z` -> ...T01:10:00.123Z, `pd` -> +0000."""
     seconds, frac = divmod(ns, NS)
-    text = datetime.fromtimestamp(seconds, timezone.utc).strftime("%Y-%m-%dT%H:%M:%S")
+    text = datetime.fromtimestamp(seconds, UTC).strftime("%Y-%m-%dT%H:%M:%S")
     text += f".{frac // 1_000_000:03d}"
     return text + ("+0000" if style == "pd" else "Z")
 

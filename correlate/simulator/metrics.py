@@ -2,6 +2,7 @@
 that it crosses the rule's threshold exactly when the story says the condition began, which keeps
 alerts and series consistent by construction. Rendering it as OpenMetrics is `openmetrics.py`.
 """
+
 from __future__ import annotations
 
 from collections import defaultdict
@@ -19,17 +20,32 @@ Z99 = 2.3263
 SIGMA = {"ttft": 0.6, "tpot": 0.25, "itl": 0.35}
 
 BASELINES = {
-    "kv": (0.35, 0.62), "frag": (0.05, 0.1), "waiting": (0.0, 2.0), "running": (16.0, 30.0),
-    "preempt": (0.001, 0.004), "ttft": (0.55, 1.1), "tpot": (0.032, 0.05), "itl": (0.035, 0.06),
-    "hot": (1.0, 1.0), "corrupt": (0.0, 0.0), "rep": (0.001, 0.004), "err": (0.001, 0.004),
-    "dc": (0.002, 0.008), "spec": (0.72, 0.8), "disk": (18.0, 30.0), "rate": (3.0, 7.0), "fb": (0.9, 0.93),
-    "ghost_stall": (0.0, 0.0), "temp": (52.0, 68.0),
+    "kv": (0.35, 0.62),
+    "frag": (0.05, 0.1),
+    "waiting": (0.0, 2.0),
+    "running": (16.0, 30.0),
+    "preempt": (0.001, 0.004),
+    "ttft": (0.55, 1.1),
+    "tpot": (0.032, 0.05),
+    "itl": (0.035, 0.06),
+    "hot": (1.0, 1.0),
+    "corrupt": (0.0, 0.0),
+    "rep": (0.001, 0.004),
+    "err": (0.001, 0.004),
+    "dc": (0.002, 0.008),
+    "spec": (0.72, 0.8),
+    "disk": (18.0, 30.0),
+    "rate": (3.0, 7.0),
+    "fb": (0.9, 0.93),
+    "ghost_stall": (0.0, 0.0),
+    "temp": (52.0, 68.0),
 }
 
 
 @dataclass
 class Bump:
     """A piecewise-linear excursion from a baseline: [(time, value), ...], outside it no effect."""
+
     points: tuple[tuple[int, float], ...]
 
     def value(self, t: int) -> float | None:
@@ -42,8 +58,15 @@ class Bump:
         return pts[-1][1]
 
 
-def make_bump(base: float, threshold: float, peak: float, cross: int, until: int,
-              ramp_s: float = 360, decay_s: float = 240) -> Bump:
+def make_bump(
+    base: float,
+    threshold: float,
+    peak: float,
+    cross: int,
+    until: int,
+    ramp_s: float = 360,
+    decay_s: float = 240,
+) -> Bump:
     """Leaves `base` `ramp_s` before `cross`, crosses `threshold` exactly at `cross`, reaches `peak`
     (at the same slope, but within 5 minutes and 4 ramps), holds, falls back across `threshold` exactly at
     `until` and reaches `base` `decay_s` later."""
@@ -56,10 +79,24 @@ def make_bump(base: float, threshold: float, peak: float, cross: int, until: int
     t_peak = int(cross + rise * NS)
     t_hold = max(t_peak, int(until - fall * NS))
     if t_hold == t_peak and until < t_peak:  # too short to reach the peak: a spike
-        return Bump(((int(cross - ramp_s * NS), base), (cross, threshold), (max(cross + 1, until), threshold),
-                     (int(until + decay_s * NS), base)))
-    return Bump(((int(cross - ramp_s * NS), base), (cross, threshold), (t_peak, peak), (t_hold, peak),
-                 (max(t_hold, until), threshold), (int(max(t_hold, until) + decay_s * NS), base)))
+        return Bump(
+            (
+                (int(cross - ramp_s * NS), base),
+                (cross, threshold),
+                (max(cross + 1, until), threshold),
+                (int(until + decay_s * NS), base),
+            )
+        )
+    return Bump(
+        (
+            (int(cross - ramp_s * NS), base),
+            (cross, threshold),
+            (t_peak, peak),
+            (t_hold, peak),
+            (max(t_hold, until), threshold),
+            (int(max(t_hold, until) + decay_s * NS), base),
+        )
+    )
 
 
 @dataclass
@@ -92,8 +129,19 @@ class Telemetry:
     def set_base(self, signal: str, key: str, value: float) -> None:
         self.base_cache[(signal, key)] = value
 
-    def bump(self, signal: str, key: str, threshold: float, peak: float, cross: int, until: int,
-             direction: str = "up", ramp_s: float = 360, decay_s: float = 240, base: float | None = None) -> None:
+    def bump(
+        self,
+        signal: str,
+        key: str,
+        threshold: float,
+        peak: float,
+        cross: int,
+        until: int,
+        direction: str = "up",
+        ramp_s: float = 360,
+        decay_s: float = 240,
+        base: float | None = None,
+    ) -> None:
         self.directions[signal] = direction
         b = self.base(signal, key) if base is None else base
         self.bumps[(signal, key)].append(make_bump(b, threshold, peak, cross, until, ramp_s, decay_s))
@@ -125,17 +173,17 @@ class Telemetry:
 # -- rendering ---------------------------------------------------------------------------------
 
 
-
-
-
-
-
 def vllm_labels(pod: Pod) -> dict[str, str]:
     """The engine's scrape labels (SGLang adds engine_type/tp_rank, trtllm-serve engine_type)."""
     dep = pod.deployment
-    labels = {"cluster": dep.cluster.name, "namespace": dep.namespace, "pod": pod.name,
-              "instance": f"{pod.ip}:{30000 if dep.engine == 'sglang' else 8000}", "job": dep.job,
-              "model_name": dep.served_name}
+    labels = {
+        "cluster": dep.cluster.name,
+        "namespace": dep.namespace,
+        "pod": pod.name,
+        "instance": f"{pod.ip}:{30000 if dep.engine == 'sglang' else 8000}",
+        "job": dep.job,
+        "model_name": dep.served_name,
+    }
     if dep.engine == "sglang":
         labels.update({"engine_type": "unified", "tp_rank": "0"})
     elif dep.engine == "trtllm":
@@ -145,36 +193,70 @@ def vllm_labels(pod: Pod) -> dict[str, str]:
 
 def frag_labels(pod: Pod) -> dict[str, str]:
     dep = pod.deployment
-    return {"cluster": dep.cluster.name, "namespace": dep.namespace, "pod": pod.name, "instance": f"{pod.ip}:9500",
-            "job": "kv-frag-exporter", "model_name": dep.served_name}
+    return {
+        "cluster": dep.cluster.name,
+        "namespace": dep.namespace,
+        "pod": pod.name,
+        "instance": f"{pod.ip}:9500",
+        "job": "kv-frag-exporter",
+        "model_name": dep.served_name,
+    }
 
 
 def http_labels(pod: Pod) -> dict[str, str]:
     dep = pod.deployment
-    return {"cluster": dep.cluster.name, "namespace": dep.namespace, "service": dep.name, "pod": pod.name,
-            "instance": f"{pod.ip}:8000", "job": dep.job, "handler": "/v1/chat/completions", "method": "POST"}
+    return {
+        "cluster": dep.cluster.name,
+        "namespace": dep.namespace,
+        "service": dep.name,
+        "pod": pod.name,
+        "instance": f"{pod.ip}:8000",
+        "job": dep.job,
+        "handler": "/v1/chat/completions",
+        "method": "POST",
+    }
 
 
 def ksm_labels(pod: Pod, ksm_ip: str) -> dict[str, str]:
     dep = pod.deployment
-    return {"cluster": dep.cluster.name, "job": "kube-state-metrics", "instance": f"{ksm_ip}:8080",
-            "namespace": dep.namespace, "pod": pod.name, "container": dep.container, "uid": pod.uid}
+    return {
+        "cluster": dep.cluster.name,
+        "job": "kube-state-metrics",
+        "instance": f"{ksm_ip}:8080",
+        "namespace": dep.namespace,
+        "pod": pod.name,
+        "container": dep.container,
+        "uid": pod.uid,
+    }
 
 
 def dcgm_labels(gpu: Gpu, pod: Pod | None) -> dict[str, str]:
     node = gpu.node
     cl = node.cluster
-    d = {"cluster": cl.name, "job": cl.dcgm_job, "instance": f"{node.ip}:9400", "gpu": str(gpu.index),
-         "UUID": gpu.uuid, "device": f"nvidia{gpu.index}", "modelName": node.gpu_model,
-         cl.dcgm_host_label: node.name}
+    d = {
+        "cluster": cl.name,
+        "job": cl.dcgm_job,
+        "instance": f"{node.ip}:9400",
+        "gpu": str(gpu.index),
+        "UUID": gpu.uuid,
+        "device": f"nvidia{gpu.index}",
+        "modelName": node.gpu_model,
+        cl.dcgm_host_label: node.name,
+    }
     if pod is not None:
         dep = pod.deployment
         if cl.honor_labels:
             d.update({"namespace": dep.namespace, "pod": pod.name, "container": dep.container})
         else:
-            d.update({"namespace": cl.dcgm_namespace, "pod": cl.dcgm_pods[node.name],
-                      "exported_namespace": dep.namespace, "exported_pod": pod.name,
-                      "exported_container": dep.container})
+            d.update(
+                {
+                    "namespace": cl.dcgm_namespace,
+                    "pod": cl.dcgm_pods[node.name],
+                    "exported_namespace": dep.namespace,
+                    "exported_pod": pod.name,
+                    "exported_container": dep.container,
+                }
+            )
     return d
 
 
@@ -183,8 +265,14 @@ def node_labels(node: Node) -> dict[str, str]:
 
 
 XID_TEXT = {
-    13: "Graphics Engine Exception", 31: "GPU memory page fault", 43: "GPU stopped processing",
-    48: "Double Bit ECC Error", 63: "ECC page retirement or row remapping recording event",
-    74: "NVLINK Error", 79: "GPU has fallen off the bus", 94: "Contained ECC error", 95: "Uncontained ECC error",
+    13: "Graphics Engine Exception",
+    31: "GPU memory page fault",
+    43: "GPU stopped processing",
+    48: "Double Bit ECC Error",
+    63: "ECC page retirement or row remapping recording event",
+    74: "NVLINK Error",
+    79: "GPU has fallen off the bus",
+    94: "Contained ECC error",
+    95: "Uncontained ECC error",
     119: "GSP RPC Timeout",
 }

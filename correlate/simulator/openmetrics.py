@@ -1,6 +1,7 @@
 """A story's metrics as OpenMetrics text (for `promtool tsdb create-blocks-from openmetrics`):
 seconds timestamps, counters as `<family>_total`, histograms as buckets + count + sum per
 timestamp, each family contiguous, `# EOF` at the end. The signals are `metrics.Telemetry`'s."""
+
 from __future__ import annotations
 
 import math
@@ -49,14 +50,18 @@ def _lognorm_cdf(x: float, median: float, sigma: float) -> float:
 class Renderer:
     """Writes the families of the deployments and nodes a story touched, over their windows."""
 
-    def __init__(self, tel: Telemetry, step_s: int, ksm_ips: dict[str, str], sparse_s: int | None = None) -> None:
+    def __init__(
+        self, tel: Telemetry, step_s: int, ksm_ips: dict[str, str], sparse_s: int | None = None
+    ) -> None:
         self.tel = tel
         self.step = step_s * NS
         self.sparse = (sparse_s or step_s) * NS
         self.ksm_ips = ksm_ips
         self.out: list[str] = []
         self._grids: dict[str, list[int]] = {}
-        self.hist_step = max(self.step, min(self.sparse, 60 * NS)) if sparse_s and sparse_s >= 120 else self.step
+        self.hist_step = (
+            max(self.step, min(self.sparse, 60 * NS)) if sparse_s and sparse_s >= 120 else self.step
+        )
 
     def grid(self, key: str) -> list[int]:
         """Sample times of a scope: every step inside its dense spans, every sparse step elsewhere."""
@@ -94,8 +99,15 @@ class Renderer:
                     out.append((name, chosen))
             return out
 
-        def gauge_family(vllm_name: str, help_: str, signal: str, as_int: bool = False, noise: float = 0.02,
-                         need: str | None = None, cap: float = 1e9) -> None:
+        def gauge_family(
+            vllm_name: str,
+            help_: str,
+            signal: str,
+            as_int: bool = False,
+            noise: float = 0.02,
+            need: str | None = None,
+            cap: float = 1e9,
+        ) -> None:
             for name, chosen in by_engine(vllm_name, need):
                 chosen = [d for d in chosen if signal != "kv" or d.kv_series]
                 if not chosen:
@@ -104,27 +116,53 @@ class Renderer:
                 for dep in chosen:
                     self._gauge_rows(name, dep, signal, vllm_labels, noise=noise, cap=cap, as_int=as_int)
 
-        gauge_family("vllm:kv_cache_usage_perc", "KV-cache usage. 1 means 100 percent usage.", "kv", noise=0.03,
-                     cap=1.0)
+        gauge_family(
+            "vllm:kv_cache_usage_perc",
+            "KV-cache usage. 1 means 100 percent usage.",
+            "kv",
+            noise=0.03,
+            cap=1.0,
+        )
         if any(d.frag_series and "frag" in d.families for d in deps):
-            self.family("llm_kv_cache_fragmentation_ratio", "gauge",
-                        "Fraction of allocated KV-cache blocks that are unusable fragments.")
+            self.family(
+                "llm_kv_cache_fragmentation_ratio",
+                "gauge",
+                "Fraction of allocated KV-cache blocks that are unusable fragments.",
+            )
             for dep in deps:
                 if dep.frag_series and "frag" in dep.families:
-                    self._gauge_rows("llm_kv_cache_fragmentation_ratio", dep, "frag", frag_labels, noise=0.04,
-                                     cap=1.0)
-        gauge_family("vllm:num_requests_waiting", "Number of requests waiting to be processed.", "waiting",
-                     as_int=True, noise=0.15)
-        gauge_family("vllm:num_requests_running", "Number of requests currently running on GPU.", "running",
-                     as_int=True, noise=0.08, need="success")
+                    self._gauge_rows(
+                        "llm_kv_cache_fragmentation_ratio", dep, "frag", frag_labels, noise=0.04, cap=1.0
+                    )
+        gauge_family(
+            "vllm:num_requests_waiting",
+            "Number of requests waiting to be processed.",
+            "waiting",
+            as_int=True,
+            noise=0.15,
+        )
+        gauge_family(
+            "vllm:num_requests_running",
+            "Number of requests currently running on GPU.",
+            "running",
+            as_int=True,
+            noise=0.08,
+            need="success",
+        )
         for name, chosen in by_engine("vllm:num_preemptions", "preempt"):
             self._all_deps = chosen
-            self._counter(name, "Cumulative number of preemption from the engine.", "preempt", vllm_labels,
-                          "preempt")
+            self._counter(
+                name, "Cumulative number of preemption from the engine.", "preempt", vllm_labels, "preempt"
+            )
         for name, chosen in by_engine("vllm:corrupted_requests", "corrupt"):
             self._all_deps = chosen
-            self._counter(name, "Corrupted requests, in terms of total number of requests with NaNs in logits.",
-                          "corrupt", vllm_labels, "corrupt")
+            self._counter(
+                name,
+                "Corrupted requests, in terms of total number of requests with NaNs in logits.",
+                "corrupt",
+                vllm_labels,
+                "corrupt",
+            )
         for name, chosen in by_engine("vllm:request_success", "success"):
             self._all_deps = chosen
             self._success(name)
@@ -134,12 +172,24 @@ class Renderer:
         self._all_deps = deps
         self._http()
         for vllm_name, help_, signal, buckets in (
-            ("vllm:time_to_first_token_seconds", "Histogram of time to first token in seconds.", "ttft",
-             TTFT_BUCKETS),
-            ("vllm:request_time_per_output_token_seconds", "Histogram of time_per_output_token_seconds per request.",
-             "tpot", TPOT_BUCKETS),
-            ("vllm:inter_token_latency_seconds", "Histogram of inter-token latency in seconds.", "itl",
-             TPOT_BUCKETS),
+            (
+                "vllm:time_to_first_token_seconds",
+                "Histogram of time to first token in seconds.",
+                "ttft",
+                TTFT_BUCKETS,
+            ),
+            (
+                "vllm:request_time_per_output_token_seconds",
+                "Histogram of time_per_output_token_seconds per request.",
+                "tpot",
+                TPOT_BUCKETS,
+            ),
+            (
+                "vllm:inter_token_latency_seconds",
+                "Histogram of inter-token latency in seconds.",
+                "itl",
+                TPOT_BUCKETS,
+            ),
         ):
             for name, chosen in by_engine(vllm_name, signal):
                 self._all_deps = chosen
@@ -154,8 +204,16 @@ class Renderer:
         return "\n".join(self.out) + "\n"
 
     # -- signal helpers --------------------------------------------------------------------
-    def _gauge_rows(self, name: str, dep: Deployment, signal: str, labeller: Labeller, noise: float, cap: float,
-                    as_int: bool = False) -> None:
+    def _gauge_rows(
+        self,
+        name: str,
+        dep: Deployment,
+        signal: str,
+        labeller: Labeller,
+        noise: float,
+        cap: float,
+        as_int: bool = False,
+    ) -> None:
         tel = self.tel
         for pod in self.pods(dep):
             r = rng_for(tel.seed, name, pod.name)
@@ -231,7 +289,11 @@ class Renderer:
                     if prev is not None:
                         dt = (t - prev) / NS
                         rate = self.req_rate(pod, t) * r.uniform(0.9, 1.1)
-                        ghost = tel.raw("ghost_stall", pod.name, t) if ("ghost_stall", pod.name) in tel.bumps else 0
+                        ghost = (
+                            tel.raw("ghost_stall", pod.name, t)
+                            if ("ghost_stall", pod.name) in tel.bumps
+                            else 0
+                        )
                         rate *= max(0.05, 1.0 - ghost)
                         rep = tel.raw("rep", pod.name, t)
                         abort = 0.01
@@ -278,7 +340,9 @@ class Renderer:
                             acc = 0.0
                         if prev is not None:
                             drafts = self.req_rate(pod, t) * 180 * (t - prev) / NS
-                            acc += drafts * (tel.raw("spec", pod.name, t) * r.uniform(0.98, 1.02) if accepted else 1)
+                            acc += drafts * (
+                                tel.raw("spec", pod.name, t) * r.uniform(0.98, 1.02) if accepted else 1
+                            )
                         prev = t
                         self.out.append(f"{fam}_total{ls} {int(acc)} {om_ts(t)}")
 
@@ -359,8 +423,16 @@ class Renderer:
         self.family("up", "gauge", "Whether the scrape target was reachable.")
         for dep in deps:
             for pod in self.pods(dep):
-                ls = _labels({"cluster": dep.cluster.name, "job": dep.job, "namespace": dep.namespace,
-                              "service": dep.name, "pod": pod.name, "instance": f"{pod.ip}:8000"})
+                ls = _labels(
+                    {
+                        "cluster": dep.cluster.name,
+                        "job": dep.job,
+                        "namespace": dep.namespace,
+                        "service": dep.name,
+                        "pod": pod.name,
+                        "instance": f"{pod.ip}:8000",
+                    }
+                )
                 for t in self.grid(dep.name):
                     if not tel.alive(pod, t):
                         continue
@@ -375,9 +447,15 @@ class Renderer:
         self.family(fam, "counter", "requests_total")
         for dep in deps:
             r = rng_for(tel.seed, fam, dep.name)
-            base = {"cluster": dep.cluster.name, "namespace": dep.namespace, "reporter": "destination",
-                    "destination_workload": dep.name, "destination_workload_namespace": dep.namespace,
-                    "destination_service_name": dep.name, "response_code": "200"}
+            base = {
+                "cluster": dep.cluster.name,
+                "namespace": dep.namespace,
+                "reporter": "destination",
+                "destination_workload": dep.name,
+                "destination_workload_namespace": dep.namespace,
+                "destination_service_name": dep.name,
+                "response_code": "200",
+            }
             acc = {"-": 0.0, "DC": 0.0}
             rows: dict[str, list[str]] = {k: [] for k in acc}
             prev = None
@@ -430,7 +508,9 @@ class Renderer:
         self.out.extend(rows_used)
         self.family("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).")
         self.out.extend(rows_free)
-        temp_targets = [(g, p, wnd) for g, p, wnd, _ in targets if p is not None and ("temp", p.name) in tel.bumps]
+        temp_targets = [
+            (g, p, wnd) for g, p, wnd, _ in targets if p is not None and ("temp", p.name) in tel.bumps
+        ]
         if temp_targets:
             self.family("DCGM_FI_DEV_GPU_TEMP", "gauge", "GPU temperature (in C).")
             for gpu, pod, window in temp_targets:
@@ -457,13 +537,17 @@ class Renderer:
                             code = c
                     extra_ls = dict(ls)
                     if code:
-                        extra_ls.update({"err_code": str(code), "err_msg": XID_TEXT.get(code, "Unknown Error")})
+                        extra_ls.update(
+                            {"err_code": str(code), "err_msg": XID_TEXT.get(code, "Unknown Error")}
+                        )
                     self.out.append(f"DCGM_FI_DEV_XID_ERRORS{_labels(extra_ls)} {code} {om_ts(t)}")
         ecc_targets = [(g, p, wnd) for g, p, wnd, _ in targets if g.uuid in tel.ecc]
         if ecc_targets:
             # dcgm-exporter's own name already ends in _TOTAL; as an OpenMetrics counter it would need a
             # lower-case _total suffix the rules do not use, so it is written as an untyped family
-            self.family("DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "unknown", "Total number of double-bit volatile ECC errors.")
+            self.family(
+                "DCGM_FI_DEV_ECC_DBE_VOL_TOTAL", "unknown", "Total number of double-bit volatile ECC errors."
+            )
             for gpu, pod, window in ecc_targets:
                 ls = _labels(dcgm_labels(gpu, pod))
                 for t in self.grid(window):
@@ -479,8 +563,9 @@ class Renderer:
         deps = [d for d in deps if any(tel.restarts.get(p.name) for p in self.pods(d))]
         if not deps:
             return
-        self.family("kube_pod_container_status_restarts", "counter",
-                    "The number of container restarts per container.")
+        self.family(
+            "kube_pod_container_status_restarts", "counter", "The number of container restarts per container."
+        )
         for dep in deps:
             ip = self.ksm_ips[dep.cluster.name]
             for pod in self.pods(dep):
@@ -506,8 +591,11 @@ class Renderer:
                         ls = _labels(dict(ksm_labels(pod, ip), reason=last[-1]))
                         rows.append(f"kube_pod_container_status_last_terminated_reason{ls} 1 {om_ts(t)}")
         if rows:
-            self.family("kube_pod_container_status_last_terminated_reason", "gauge",
-                        "Describes the last reason the container was in terminated state.")
+            self.family(
+                "kube_pod_container_status_last_terminated_reason",
+                "gauge",
+                "Describes the last reason the container was in terminated state.",
+            )
             self.out.extend(rows)
         rows = []
         for dep in deps:
@@ -515,35 +603,60 @@ class Renderer:
             for pod in self.pods(dep):
                 for s, e in tel.crashloops.get(pod.name, ()):
                     ls = _labels(dict(ksm_labels(pod, ip), reason="CrashLoopBackOff"))
-                    rows.extend(f"kube_pod_container_status_waiting_reason{ls} 1 {om_ts(t)}"
-                                for t in self.grid(dep.name) if s <= t < e and tel.alive(pod, t))
+                    rows.extend(
+                        f"kube_pod_container_status_waiting_reason{ls} 1 {om_ts(t)}"
+                        for t in self.grid(dep.name)
+                        if s <= t < e and tel.alive(pod, t)
+                    )
         if rows:
-            self.family("kube_pod_container_status_waiting_reason", "gauge",
-                        "Describes the reason the container is currently in waiting state.")
+            self.family(
+                "kube_pod_container_status_waiting_reason",
+                "gauge",
+                "Describes the reason the container is currently in waiting state.",
+            )
             self.out.extend(rows)
         # kube_pod_info carries the node, which the OOM rules join in (`group_left (node)`)
         self.family("kube_pod_info", "gauge", "Information about pod.")
         for dep in deps:
             ip = self.ksm_ips[dep.cluster.name]
             for pod in self.pods(dep):
-                ls = _labels({"cluster": dep.cluster.name, "job": "kube-state-metrics", "instance": f"{ip}:8080",
-                              "namespace": dep.namespace, "pod": pod.name, "uid": pod.uid, "node": pod.node.name,
-                              "pod_ip": pod.ip, "host_ip": pod.node.ip, "created_by_kind": "ReplicaSet",
-                              "created_by_name": pod.name.rsplit("-", 1)[0]})
-                self.out.extend(f"kube_pod_info{ls} 1 {om_ts(t)}" for t in self.grid(dep.name) if tel.alive(pod, t))
+                ls = _labels(
+                    {
+                        "cluster": dep.cluster.name,
+                        "job": "kube-state-metrics",
+                        "instance": f"{ip}:8080",
+                        "namespace": dep.namespace,
+                        "pod": pod.name,
+                        "uid": pod.uid,
+                        "node": pod.node.name,
+                        "pod_ip": pod.ip,
+                        "host_ip": pod.node.ip,
+                        "created_by_kind": "ReplicaSet",
+                        "created_by_name": pod.name.rsplit("-", 1)[0],
+                    }
+                )
+                self.out.extend(
+                    f"kube_pod_info{ls} 1 {om_ts(t)}" for t in self.grid(dep.name) if tel.alive(pod, t)
+                )
         rdeps = [d for d in deps if "replicas" in d.families]
-        for fam, help_ in (("kube_deployment_spec_replicas", "Number of desired pods for a deployment."),
-                           ("kube_deployment_status_replicas_available",
-                            "The number of available replicas per deployment."),
-                           ("kube_deployment_status_replicas_updated",
-                            "The number of updated replicas per deployment.")):
+        for fam, help_ in (
+            ("kube_deployment_spec_replicas", "Number of desired pods for a deployment."),
+            ("kube_deployment_status_replicas_available", "The number of available replicas per deployment."),
+            ("kube_deployment_status_replicas_updated", "The number of updated replicas per deployment."),
+        ):
             if not rdeps:
                 break
             self.family(fam, "gauge", help_)
             for dep in rdeps:
-                ls = _labels({"cluster": dep.cluster.name, "job": "kube-state-metrics",
-                              "instance": f"{self.ksm_ips[dep.cluster.name]}:8080", "namespace": dep.namespace,
-                              "deployment": dep.name})
+                ls = _labels(
+                    {
+                        "cluster": dep.cluster.name,
+                        "job": "kube-state-metrics",
+                        "instance": f"{self.ksm_ips[dep.cluster.name]}:8080",
+                        "namespace": dep.namespace,
+                        "deployment": dep.name,
+                    }
+                )
                 for t in self.grid(dep.name):
                     spans = [(s, e, n) for s, e, n in tel.replicas_short.get(dep.name, ()) if s <= t < e]
                     if fam == "kube_deployment_spec_replicas":
@@ -558,8 +671,10 @@ class Renderer:
         tel = self.tel
         if not nodes:
             return
-        self.family("node_filesystem_avail_bytes", "gauge", "Filesystem space available to non-root users in bytes.")
-        size = 500 * 1024 ** 3
+        self.family(
+            "node_filesystem_avail_bytes", "gauge", "Filesystem space available to non-root users in bytes."
+        )
+        size = 500 * 1024**3
         for node, mount in nodes:
             r = rng_for(tel.seed, "disk", node.name)
             ls = _labels(dict(node_labels(node), device="/dev/nvme1n1", fstype="ext4", mountpoint=mount))
@@ -573,8 +688,14 @@ class Renderer:
                 self.out.append(f"node_filesystem_size_bytes{ls} {size} {om_ts(t)}")
 
 
-def render(tel: Telemetry, deployments: list[Deployment], nodes: list[tuple[Node, str]], step_s: int,
-           ksm_ips: dict[str, str], sparse_s: int | None = None) -> str:
+def render(
+    tel: Telemetry,
+    deployments: list[Deployment],
+    nodes: list[tuple[Node, str]],
+    step_s: int,
+    ksm_ips: dict[str, str],
+    sparse_s: int | None = None,
+) -> str:
     r = Renderer(tel, step_s, ksm_ips, sparse_s)
     r._all_deps = [d for d in deployments if d.name in tel.windows]
     return r.render(deployments, nodes)

@@ -1,9 +1,10 @@
 """Scenarios: the families of `cascades.py` placed on the fleet with the people, the March
 incident, and the labelled `fleet-day` set (`SCENARIOS`, `build`).
 """
+
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from .cascades import (
     _engine,
@@ -47,10 +48,19 @@ def sc_frag_oom(s: Story) -> None:
     out = frag_oom(s, dep, t0, inc, slow=True)
     noise_job_failed(s, dep, t0 - 5 * M)  # fires (for: 15m) minutes before the cascade's first alert
     first = _first(_occs(out))
-    respond(s, first, who=0, assign_to=1, severity="critical",
-            notes=(f"{out['oom'].labels['pod']} OOMKilled, siblings queueing; KV cache pinned at 98%",
-                   "fragmentation alert fired late (15m avg rule); compaction not enabled on this pool"),
-            mitigate_after=out["t_fix"] + 60 * NS, resolve_after=_last_end(out) + 5 * M)
+    respond(
+        s,
+        first,
+        who=0,
+        assign_to=1,
+        severity="critical",
+        notes=(
+            f"{out['oom'].labels['pod']} OOMKilled, siblings queueing; KV cache pinned at 98%",
+            "fragmentation alert fired late (15m avg rule); compaction not enabled on this pool",
+        ),
+        mitigate_after=out["t_fix"] + 60 * NS,
+        resolve_after=_last_end(out) + 5 * M,
+    )
     s.act("degrade", first, at=out["t_oom"] + 9 * M, by=s.person(1), level="L2")
     noise_kv_blip(s, other, t0 - 25 * M)
 
@@ -62,9 +72,13 @@ def sc_preemption(s: Story) -> None:
     inc = s.incident()
     out = preemption_itl(s, dep, t0, inc)
     first = _first(_occs(out))
-    respond(s, first, who=1, notes=("long-context batch job hitting the chat pool; "
-                                                        "asked them to route to the batch deployment",),
-            resolve_after=_last_end(out) + 4 * M)
+    respond(
+        s,
+        first,
+        who=1,
+        notes=("long-context batch job hitting the chat pool; asked them to route to the batch deployment",),
+        resolve_after=_last_end(out) + 4 * M,
+    )
     s.act("degrade", first, after_s=600, by=s.person(1), level="L1")
 
 
@@ -75,9 +89,16 @@ def sc_hot(s: Story) -> None:
     inc = s.incident()
     out = hot_instance(s, dep, t0, inc, slow=True)
     first = _first(_occs(out))
-    respond(s, first, who=2, notes=("one replica takes ~60% of traffic: shared system prompt "
-                                                    "hashes to it; enabling prefix-aware routing",),
-            resolve_after=_last_end(out) + 3 * M)
+    respond(
+        s,
+        first,
+        who=2,
+        notes=(
+            "one replica takes ~60% of traffic: shared system prompt "
+            "hashes to it; enabling prefix-aware routing",
+        ),
+        resolve_after=_last_end(out) + 3 * M,
+    )
 
 
 def sc_numeric(s: Story) -> None:
@@ -88,9 +109,15 @@ def sc_numeric(s: Story) -> None:
     corrupt = rng_for(s.key, "corrupt").random() < 0.6
     out = numeric(s, dep, t0, inc, corrupt_metric=corrupt)
     first = _first(_occs(out))
-    respond(s, first, who=0, severity="critical",
-            notes=("garbage completions from one replica; quarantined the pod, batch fence to follow",),
-            mitigate_after=out["end"] - 2 * M, resolve_after=_last_end(out) + 5 * M)
+    respond(
+        s,
+        first,
+        who=0,
+        severity="critical",
+        notes=("garbage completions from one replica; quarantined the pod, batch fence to follow",),
+        mitigate_after=out["end"] - 2 * M,
+        resolve_after=_last_end(out) + 5 * M,
+    )
 
 
 def sc_xid(s: Story) -> None:
@@ -102,9 +129,15 @@ def sc_xid(s: Story) -> None:
     node_name = dep.pods[0].gpu.node.name
     out = xid_crash(s, dep, t0, inc, code=code, late_s=rng_for(s.key, "late").uniform(360, 540))
     first = _first(_occs(out))
-    respond(s, first, who=2, assign_to=3,
-            notes=(f"GPU on {node_name} throws Xid {code}; cordoned and drained the node",),
-            mitigate_after=out["t_drain"] + 2 * M, resolve_after=_last_end(out) + 6 * M)
+    respond(
+        s,
+        first,
+        who=2,
+        assign_to=3,
+        notes=(f"GPU on {node_name} throws Xid {code}; cordoned and drained the node",),
+        mitigate_after=out["t_drain"] + 2 * M,
+        resolve_after=_last_end(out) + 6 * M,
+    )
 
 
 def sc_ghost(s: Story) -> None:
@@ -114,9 +147,13 @@ def sc_ghost(s: Story) -> None:
     inc = s.incident()
     out = ghost_requests(s, dep, t0, inc)
     first = _first(_occs(out))
-    respond(s, first, who=1, notes=("clients time out at 30 s but the engine keeps generating; "
-                                                   "enabling abort-on-disconnect",),
-            resolve_after=_last_end(out) + 4 * M)
+    respond(
+        s,
+        first,
+        who=1,
+        notes=("clients time out at 30 s but the engine keeps generating; enabling abort-on-disconnect",),
+        resolve_after=_last_end(out) + 4 * M,
+    )
 
 
 def sc_spec(s: Story) -> None:
@@ -126,8 +163,13 @@ def sc_spec(s: Story) -> None:
     inc = s.incident()
     out = spec_decode(s, dep, t0, inc)
     first = _first(_occs(out))
-    respond(s, first, who=0, notes=("draft acceptance collapsed after a traffic mix shift",),
-            resolve_after=_last_end(out) + 3 * M)
+    respond(
+        s,
+        first,
+        who=0,
+        notes=("draft acceptance collapsed after a traffic mix shift",),
+        resolve_after=_last_end(out) + 3 * M,
+    )
     s.act("degrade", first, at=out["end"] - 6 * M, by=s.person(0), level="L1")
 
 
@@ -140,8 +182,13 @@ def sc_rollout(s: Story) -> None:
     out = rollout_crash(s, dep, t0, inc)
     _decoy_rollout(s, decoy, t0 - 9 * M)
     first = _first(_occs(out))
-    respond(s, first, who=1, notes=("new image crash-loops at start-up; rolling back",),
-            resolve_after=_last_end(out) + 4 * M)
+    respond(
+        s,
+        first,
+        who=1,
+        notes=("new image crash-loops at start-up; rolling back",),
+        resolve_after=_last_end(out) + 4 * M,
+    )
 
 
 def sc_config(s: Story) -> None:
@@ -151,9 +198,13 @@ def sc_config(s: Story) -> None:
     inc = s.incident()
     out = config_oom(s, dep, t0, inc)
     first = _first(_occs(out))
-    respond(s, first, who=2, notes=("CUDA OOM on two replicas since the helm change; "
-                                                     "reverting gpu_memory_utilization to 0.90",),
-            resolve_after=_last_end(out) + 4 * M)
+    respond(
+        s,
+        first,
+        who=2,
+        notes=("CUDA OOM on two replicas since the helm change; reverting gpu_memory_utilization to 0.90",),
+        resolve_after=_last_end(out) + 4 * M,
+    )
 
 
 def _decoy_rollout(s: Story, dep: Deployment, at: int, kind: str = "rollout") -> Change:
@@ -161,24 +212,67 @@ def _decoy_rollout(s: Story, dep: Deployment, at: int, kind: str = "rollout") ->
     r = rng_for(s.key, "decoy", dep.name, at)
     if kind == "threshold_edit":
         summary = f"prometheus-rules: raise VLLMRequestsQueued threshold 20 -> 30 ({cl.name})"
-        return s.change(at, "threshold_edit", summary, "prometheus-rules-ci",
-                        {"cluster": cl.name, "namespace": dep.namespace, "alertname": "VLLMRequestsQueued",
-                         "old_threshold": "20", "new_threshold": "30", "reviewed": "true",
-                         "author": s.person(5)}, inc=None)
+        return s.change(
+            at,
+            "threshold_edit",
+            summary,
+            "prometheus-rules-ci",
+            {
+                "cluster": cl.name,
+                "namespace": dep.namespace,
+                "alertname": "VLLMRequestsQueued",
+                "old_threshold": "20",
+                "new_threshold": "30",
+                "reviewed": "true",
+                "author": s.person(5),
+            },
+            inc=None,
+        )
     tag = r.choice(["2025.11.3", "2025.12.1", "r142", "r157", "sha-" + hex_id(r, 7)])
     if r.random() < 0.4:
-        return s.change(at, "deploy", f"Deploy {dep.namespace}/{dep.name}-router {tag}", "github-actions",
-                        {"cluster": cl.name, "namespace": dep.namespace, "deployment": f"{dep.name}-router",
-                         "model": dep.served_name, "image": f"{s.world.org}/llm-router:{tag}",
-                         "author": s.person(4)}, inc=None,
-                        links=[{"href": f"https://github.com/{s.world.org}/llm-router/actions/runs/"
-                                        f"{r.randint(10**9, 10**10)}", "text": "workflow run"}])
-    return s.change(at, "rollout", f"Argo CD sync {dep.namespace}/{dep.name}: router image {tag}",
-                    f"argocd.{cl.name}", {"cluster": cl.name, "namespace": dep.namespace, "deployment": dep.name,
-                                          "model": dep.served_name, "image": f"{s.world.org}/llm-router:{tag}",
-                                          "author": s.person(4)}, inc=None,
-                    links=[{"href": f"https://argocd.{s.world.domain}/applications/{dep.name}",
-                            "text": "Argo CD application"}])
+        return s.change(
+            at,
+            "deploy",
+            f"Deploy {dep.namespace}/{dep.name}-router {tag}",
+            "github-actions",
+            {
+                "cluster": cl.name,
+                "namespace": dep.namespace,
+                "deployment": f"{dep.name}-router",
+                "model": dep.served_name,
+                "image": f"{s.world.org}/llm-router:{tag}",
+                "author": s.person(4),
+            },
+            inc=None,
+            links=[
+                {
+                    "href": f"https://github.com/{s.world.org}/llm-router/actions/runs/"
+                    f"{r.randint(10**9, 10**10)}",
+                    "text": "workflow run",
+                }
+            ],
+        )
+    return s.change(
+        at,
+        "rollout",
+        f"Argo CD sync {dep.namespace}/{dep.name}: router image {tag}",
+        f"argocd.{cl.name}",
+        {
+            "cluster": cl.name,
+            "namespace": dep.namespace,
+            "deployment": dep.name,
+            "model": dep.served_name,
+            "image": f"{s.world.org}/llm-router:{tag}",
+            "author": s.person(4),
+        },
+        inc=None,
+        links=[
+            {
+                "href": f"https://argocd.{s.world.domain}/applications/{dep.name}",
+                "text": "Argo CD application",
+            }
+        ],
+    )
 
 
 def sc_march(s: Story) -> None:
@@ -194,22 +288,57 @@ def sc_march(s: Story) -> None:
     s.touch(dep, T)
     frag_kind_name = s._style(cl, KINDS["kv_frag"], None, None)[0]
     r = rng_for(s.key, "march")
-    s.change(T + 10 * M, "threshold_edit",
-             f"prometheus-rules: raise {frag_kind_name} threshold 0.25 -> 0.40", "prometheus-rules-ci",
-             {"cluster": cl.name, "namespace": dep.namespace, "alertname": frag_kind_name,
-              "rule_file": "llm-serving/kv-cache.rules.yaml", "old_threshold": "0.25", "new_threshold": "0.40",
-              "reviewed": "false", "verified_in_staging": "false", "author": s.person(5),
-              "deployment": dep.name, "model": dep.served_name},
-             inc=inc, dep=dep,
-             links=[{"href": f"https://git.{s.world.domain}/sre/prometheus-rules/commit/{hex_id(r, 40)}",
-                     "text": "commit (pushed to main, no review)"}])
+    s.change(
+        T + 10 * M,
+        "threshold_edit",
+        f"prometheus-rules: raise {frag_kind_name} threshold 0.25 -> 0.40",
+        "prometheus-rules-ci",
+        {
+            "cluster": cl.name,
+            "namespace": dep.namespace,
+            "alertname": frag_kind_name,
+            "rule_file": "llm-serving/kv-cache.rules.yaml",
+            "old_threshold": "0.25",
+            "new_threshold": "0.40",
+            "reviewed": "false",
+            "verified_in_staging": "false",
+            "author": s.person(5),
+            "deployment": dep.name,
+            "model": dep.served_name,
+        },
+        inc=inc,
+        dep=dep,
+        links=[
+            {
+                "href": f"https://git.{s.world.domain}/sre/prometheus-rules/commit/{hex_id(r, 40)}",
+                "text": "commit (pushed to main, no review)",
+            }
+        ],
+    )
     for i, p in enumerate(key_pods):
-        s.effect("frag", p, 0.25, 0.47 - 0.04 * i, T + 15 * M + i * 4 * M, T + 60 * M + i * 2 * M,
-                 ramp_s=900, decay_s=60)
+        s.effect(
+            "frag",
+            p,
+            0.25,
+            0.47 - 0.04 * i,
+            T + 15 * M + i * 4 * M,
+            T + 60 * M + i * 2 * M,
+            ramp_s=900,
+            decay_s=60,
+        )
         s.effect("fb", p, 0.85, 0.985, T + 30 * M + i * 3 * M, T + 60 * M + i * 2 * M, ramp_s=900, decay_s=30)
     # the raised threshold (0.40) is what the rule checks since T+10m: it fires at T+45m
-    frag = s.fire("kv_frag", key_pods[0], T + 40 * M, T + 60 * M, inc=inc, root=True, bump=False,
-                  value=0.43, threshold=0.40)
+    frag = s.fire(
+        "kv_frag",
+        key_pods[0],
+        T + 40 * M,
+        T + 60 * M,
+        inc=inc,
+        root=True,
+        bump=False,
+        value=0.43,
+        threshold=0.40,
+    )
     frag.annotations["description"] = frag.annotations["description"].replace("25%", "40%")
     s.tel.bump("frag", key_pods[0].name, 0.40, 0.47, T + 40 * M, T + 60 * M, "up", ramp_s=500, decay_s=60)
     frag.signal = ("frag", [key_pods[0].name], 0.40, "up")
@@ -227,16 +356,31 @@ def sc_march(s: Story) -> None:
         s.effect("waiting", p, 15, 40, T + 66 * M, T + 90 * M, ramp_s=120)
     oncall, lead = s.person(0), s.person(1)
     s.act("acknowledge", frag, at=T + 46 * M + 40 * NS, by=oncall)
-    s.act("note", frag, at=T + 47 * M, by=oncall,
-          text="fragmentation alert again; threshold was raised today, looks like noise. Judged false positive.")
+    s.act(
+        "note",
+        frag,
+        at=T + 47 * M,
+        by=oncall,
+        text="fragmentation alert again; threshold was raised today, looks like noise. Judged false positive.",
+    )
     s.act("false_positive", frag, at=T + 47 * M + 20 * NS, by=oncall)
     s.act("severity", ooms[0], at=T + 62 * M, by=oncall, level="critical")
     s.act("assign", ooms[0], at=T + 63 * M, by=oncall, username=lead)
-    s.act("note", ooms[0], at=T + 66 * M, by=lead,
-          text="key nodes OOM one after another; GPU memory above 85% since 01:30 per DCGM")
+    s.act(
+        "note",
+        ooms[0],
+        at=T + 66 * M,
+        by=lead,
+        text="key nodes OOM one after another; GPU memory above 85% since 01:30 per DCGM",
+    )
     s.act("degrade", ooms[0], at=T + 75 * M, by=lead, level="L3")
-    s.act("note", ooms[0], at=T + 75 * M + 30 * NS, by=lead,
-          text="degradation plan: switched long-context traffic to the small-model replica (banner on)")
+    s.act(
+        "note",
+        ooms[0],
+        at=T + 75 * M + 30 * NS,
+        by=lead,
+        text="degradation plan: switched long-context traffic to the small-model replica (banner on)",
+    )
     s.act("mitigate", ooms[0], at=T + 88 * M, by=lead)
     s.act("resolve", ooms[0], at=T + 112 * M, by=lead)
     noise_cert(s, cl, T + 5 * M)
@@ -252,11 +396,18 @@ def sc_fleet_day(s: Story) -> None:
     c0, c1, c2, c3 = r.sample(w.clusters, 4)
     e = {k: _engine(s, f"fd-{k}") for k in ("a", "c", "e", "g", "k", "b0", "b1", "b2", "b3")}
     e["a"] = _engine(s, "fd-a", ("vllm", "vllm", "sglang"))
-    big = [w.deployment(c0, pods=4, engine=e["a"]), w.deployment(c0, pods=3),
-           w.deployment(c1, pods=3, engine=e["c"]), w.deployment(c2, pods=4),
-           w.deployment(c3, pods=4, engine=e["e"]), w.deployment(c1, pods=4),
-           w.deployment(c2, pods=3, engine=e["g"]), w.deployment(c3, pods=4),
-           w.deployment(c0, pods=3), w.deployment(r.choice([c1, c2]), pods=3, engine=e["k"])]
+    big = [
+        w.deployment(c0, pods=4, engine=e["a"]),
+        w.deployment(c0, pods=3),
+        w.deployment(c1, pods=3, engine=e["c"]),
+        w.deployment(c2, pods=4),
+        w.deployment(c3, pods=4, engine=e["e"]),
+        w.deployment(c1, pods=4),
+        w.deployment(c2, pods=3, engine=e["g"]),
+        w.deployment(c3, pods=4),
+        w.deployment(c0, pods=3),
+        w.deployment(r.choice([c1, c2]), pods=3, engine=e["k"]),
+    ]
     bystander = [w.deployment(c, pods=3, engine=e[f"b{i}"]) for i, c in enumerate((c0, c1, c2, c3))]
     t = s.start + 60 * M + int(r.uniform(0, 20) * M)
 
@@ -271,18 +422,33 @@ def sc_fleet_day(s: Story) -> None:
     job = noise_job_failed(s, big[0], t - int(r.uniform(3, 7) * M))  # fires a few minutes before A
     a = frag_oom(s, big[0], t, inc_a, slow=True, fb_alert=r.random() < 0.7, bad=r.randrange(4))
     fa = _first(_occs(a))
-    respond(s, fa, who=0, ack_s=ack(), assign_to=1, severity="critical",
-            notes=("OOM on one replica, the others queue; KV cache full before the OOM",),
-            mitigate_after=a["t_fix"] + 2 * M, resolve_after=_last_end(a) + 6 * M)
-    s.act("degrade", fa, at=a["t_oom"] + int(r.uniform(6, 12) * M), by=s.person(1), level=r.choice(["L2", "L3"]))
+    respond(
+        s,
+        fa,
+        who=0,
+        ack_s=ack(),
+        assign_to=1,
+        severity="critical",
+        notes=("OOM on one replica, the others queue; KV cache full before the OOM",),
+        mitigate_after=a["t_fix"] + 2 * M,
+        resolve_after=_last_end(a) + 6 * M,
+    )
+    s.act(
+        "degrade", fa, at=a["t_oom"] + int(r.uniform(6, 12) * M), by=s.person(1), level=r.choice(["L2", "L3"])
+    )
 
     # B: preemption cascade on another model in the same cluster, overlapping A
     inc_b = s.incident()
     b = preemption_itl(s, big[1], at(8, 20), inc_b)
     fb_ = _first(_occs(b))
     respond(s, fb_, who=2, ack_s=ack(), resolve_after=_last_end(b) + 4 * M)
-    s.act("note", fb_, after_s=ack() + 200, by=s.person(2),
-          text="TPOT breach is on a different model than the OOM; not the same incident")
+    s.act(
+        "note",
+        fb_,
+        after_s=ack() + 200,
+        by=s.person(2),
+        text="TPOT breach is on a different model than the OOM; not the same incident",
+    )
     # whoever holds the failed eval job with A's cascade splits it out (a no-op if it stood alone)
     s.act("split", job, after_s=240, by=s.person(1), alerts=[job])
 
@@ -290,8 +456,15 @@ def sc_fleet_day(s: Story) -> None:
     inc_c = s.incident()
     c = xid_crash(s, big[2], at(-5, 15), inc_c, code=r.choice([79, 48, 94, 95]), late_s=r.uniform(360, 600))
     fc = _first(_occs(c))
-    respond(s, fc, who=3, ack_s=ack(), notes=("drained the node with the failing GPU",),
-            mitigate_after=c["t_drain"] + 2 * M, resolve_after=_last_end(c) + 5 * M)
+    respond(
+        s,
+        fc,
+        who=3,
+        ack_s=ack(),
+        notes=("drained the node with the failing GPU",),
+        mitigate_after=c["t_drain"] + 2 * M,
+        resolve_after=_last_end(c) + 5 * M,
+    )
     s.act("merge", c["crash"], after_s=240, by=s.person(3), into=c["ttft"])
 
     # D: a rollout in c2 as root, with a decoy rollout of a bystander just before it
@@ -300,8 +473,14 @@ def sc_fleet_day(s: Story) -> None:
     _decoy_rollout(s, bystander[2], t_d - int(r.uniform(4, 12) * M))
     d = rollout_crash(s, big[3], t_d, inc_d)
     fd = _first(_occs(d))
-    respond(s, fd, who=4, ack_s=ack(), notes=("new vLLM image crash-loops; rolled back",),
-            resolve_after=_last_end(d) + 5 * M)
+    respond(
+        s,
+        fd,
+        who=4,
+        ack_s=ack(),
+        notes=("new vLLM image crash-loops; rolled back",),
+        resolve_after=_last_end(d) + 5 * M,
+    )
 
     # E: hot instance in c3 (the skew rule is slow in most seeds and fires last)
     inc_e = s.incident()
@@ -313,8 +492,15 @@ def sc_fleet_day(s: Story) -> None:
     inc_f = s.incident()
     f = numeric(s, big[5], at(135, 165), inc_f, corrupt_metric=r.random() < 0.5, idx=r.randrange(4))
     ff = _first(_occs(f))
-    respond(s, ff, who=0, ack_s=ack(), severity="critical",
-            mitigate_after=f["end"] - 3 * M, resolve_after=_last_end(f) + 4 * M)
+    respond(
+        s,
+        ff,
+        who=0,
+        ack_s=ack(),
+        severity="critical",
+        mitigate_after=f["end"] - 3 * M,
+        resolve_after=_last_end(f) + 4 * M,
+    )
 
     # G: ghost requests in c2
     inc_g = s.incident()
@@ -339,20 +525,39 @@ def sc_fleet_day(s: Story) -> None:
     # J: recurrence of A on the same deployment, an hour+ after A ended: a new incident
     inc_j = s.incident()
     t_j = max(_last_end(a) + int(r.uniform(60, 90) * M), t + 160 * M)
-    j = frag_oom(s, big[0], t_j, inc_j, slow=r.random() < 0.5, fb_alert=False, crash_minutes=16,
-                 bad=a["bad"] if r.random() < 0.7 else (a["bad"] + 1) % 4)
+    j = frag_oom(
+        s,
+        big[0],
+        t_j,
+        inc_j,
+        slow=r.random() < 0.5,
+        fb_alert=False,
+        crash_minutes=16,
+        bad=a["bad"] if r.random() < 0.7 else (a["bad"] + 1) % 4,
+    )
     fj = _first(_occs(j))
-    respond(s, fj, who=4, ack_s=ack(),
-            notes=("same pool as this morning; fragmentation again",), resolve_after=_last_end(j) + 5 * M)
+    respond(
+        s,
+        fj,
+        who=4,
+        ack_s=ack(),
+        notes=("same pool as this morning; fragmentation again",),
+        resolve_after=_last_end(j) + 5 * M,
+    )
     s.act("resolve", fj, at=j["t_fix"] + 60 * NS, by=s.person(4))  # too early: the TTFT breach is still open
     s.act("reopen", j["ttft"], at=j["t_fix"] + 3 * M, by=s.person(4))
 
     # K: an unreviewed threshold edit as root: the queue rule now fires on every busy replica
     inc_k = s.incident()
     k = threshold_storm(s, big[9], at(120, 250), inc_k)
-    respond(s, k["queue0"], who=5, ack_s=ack(),
-            notes=("alert storm right after the rules PR; reverting the threshold",),
-            resolve_after=k["end"] + 6 * M)
+    respond(
+        s,
+        k["queue0"],
+        who=5,
+        ack_s=ack(),
+        notes=("alert storm right after the rules PR; reverting the threshold",),
+        resolve_after=k["end"] + 6 * M,
+    )
 
     # noise and decoys
     n1 = noise_disk_flap(s, c1.nodes[-1], at(-25, -10), flaps=r.choice([3, 4]))
@@ -373,35 +578,71 @@ def sc_threshold_storm(s: Story) -> None:
     t0 = s.start + 61 * M
     inc = s.incident()
     out = threshold_storm(s, dep, t0, inc)
-    respond(s, out["queue0"], who=1, notes=("alert storm right after the rules PR",),
-            resolve_after=out["end"] + 5 * M)
+    respond(
+        s,
+        out["queue0"],
+        who=1,
+        notes=("alert storm right after the rules PR",),
+        resolve_after=out["end"] + 5 * M,
+    )
 
 
 SCENARIOS: dict[str, tuple[Callable[[Story], None], dict, str]] = {
-    "frag-oom": (sc_frag_oom, {}, "KV fragmentation -> KV pool exhaustion -> OOM -> crash loop -> sibling "
-                                  "queueing -> TTFT breach (slow root rule fires after its effects)"),
-    "preemption-itl": (sc_preemption, {}, "long-context burst -> preemption storm -> ITL jitter and TPOT breach"),
+    "frag-oom": (
+        sc_frag_oom,
+        {},
+        "KV fragmentation -> KV pool exhaustion -> OOM -> crash loop -> sibling "
+        "queueing -> TTFT breach (slow root rule fires after its effects)",
+    ),
+    "preemption-itl": (
+        sc_preemption,
+        {},
+        "long-context burst -> preemption storm -> ITL jitter and TPOT breach",
+    ),
     "hot-instance": (sc_hot, {}, "prefix-hash hotspot -> queueing on one replica -> TTFT"),
     "numeric-nan": (sc_numeric, {}, "NaN logits -> repetition / garbage output -> error rate"),
-    "gpu-xid-crash": (sc_xid, {"clusters": 2}, "GPU Xid / ECC -> engine crash -> target down, crash loop -> "
-                                               "TTFT (cause delivered late)"),
+    "gpu-xid-crash": (
+        sc_xid,
+        {"clusters": 2},
+        "GPU Xid / ECC -> engine crash -> target down, crash loop -> TTFT (cause delivered late)",
+    ),
     "ghost-requests": (sc_ghost, {}, "client disconnects -> ghost requests -> queueing -> TTFT"),
     "spec-decode-tpot": (sc_spec, {}, "speculative-decoding acceptance drop -> TPOT breach"),
-    "rollout-crashloop": (sc_rollout, {}, "rollout (root) -> crash loop, replicas mismatch, queueing, TTFT; "
-                                          "plus a decoy rollout"),
+    "rollout-crashloop": (
+        sc_rollout,
+        {},
+        "rollout (root) -> crash loop, replicas mismatch, queueing, TTFT; plus a decoy rollout",
+    ),
     "config-oom": (sc_config, {}, "config change (root) -> GPU memory -> CUDA OOM -> queueing -> TTFT"),
-    "threshold-storm": (sc_threshold_storm, {}, "unreviewed threshold edit (root) -> queue alerts on every busy "
-                                                "replica -> revert"),
-    "march-oom": (sc_march, {"step_s": 15}, "the March incident: unreviewed threshold edit, GPU memory > 85%, "
-                                            "fragmentation alert judged false positive, OOMs, degradation"),
-    "fleet-day": (sc_fleet_day, {"clusters": 4, "per_scope_windows": True, "sparse_s": 180},
-                  "labelled set: 11 incidents over ~5 h in 4 clusters, overlaps, recurrence, noise, decoys"),
+    "threshold-storm": (
+        sc_threshold_storm,
+        {},
+        "unreviewed threshold edit (root) -> queue alerts on every busy replica -> revert",
+    ),
+    "march-oom": (
+        sc_march,
+        {"step_s": 15},
+        "the March incident: unreviewed threshold edit, GPU memory > 85%, "
+        "fragmentation alert judged false positive, OOMs, degradation",
+    ),
+    "fleet-day": (
+        sc_fleet_day,
+        {"clusters": 4, "per_scope_windows": True, "sparse_s": 180},
+        "labelled set: 11 incidents over ~5 h in 4 clusters, overlaps, recurrence, noise, decoys",
+    ),
 }
 
 
 def build(name: str, start: int, seed: int) -> Story:
     fn, opts, _ = SCENARIOS[name]
-    story = Story(name, seed, start, clusters=opts.get("clusters", 1), step_s=opts.get("step_s", 30),
-                  per_scope_windows=True, sparse_s=opts.get("sparse_s", 60))
+    story = Story(
+        name,
+        seed,
+        start,
+        clusters=opts.get("clusters", 1),
+        step_s=opts.get("step_s", 30),
+        per_scope_windows=True,
+        sparse_s=opts.get("sparse_s", 60),
+    )
     fn(story)
     return story

@@ -1,5 +1,6 @@
 """The story builder scenarios write with: fire alerts (labels, timing, metric bumps), change
 events, pod and GPU events, human actions and the ground truth, then render the five files."""
+
 from __future__ import annotations
 
 import json
@@ -24,11 +25,36 @@ from .world import Cluster, Deployment, Gpu, Node, Pod, World, translate
 
 Target = Pod | Deployment | Gpu | Node | tuple | dict
 
-PEAKS = {"frag": 0.38, "kv": 0.985, "waiting": 46.0, "ttft": 6.5, "tpot": 0.15, "itl": 0.22, "preempt": 0.7,
-         "hot": 2.5, "corrupt": 0.05, "rep": 0.16, "err": 0.09, "dc": 0.32, "running": 72.0, "spec": 0.42,
-         "disk": 4.0, "temp": 88.0}
-FAMILY_OF_SIGNAL = {"ttft": "ttft", "tpot": "tpot", "itl": "itl", "hot": "success", "rep": "success",
-                    "corrupt": "corrupt", "err": "http", "dc": "istio", "spec": "spec", "running": "success"}
+PEAKS = {
+    "frag": 0.38,
+    "kv": 0.985,
+    "waiting": 46.0,
+    "ttft": 6.5,
+    "tpot": 0.15,
+    "itl": 0.22,
+    "preempt": 0.7,
+    "hot": 2.5,
+    "corrupt": 0.05,
+    "rep": 0.16,
+    "err": 0.09,
+    "dc": 0.32,
+    "running": 72.0,
+    "spec": 0.42,
+    "disk": 4.0,
+    "temp": 88.0,
+}
+FAMILY_OF_SIGNAL = {
+    "ttft": "ttft",
+    "tpot": "tpot",
+    "itl": "itl",
+    "hot": "success",
+    "rep": "success",
+    "corrupt": "corrupt",
+    "err": "http",
+    "dc": "istio",
+    "spec": "spec",
+    "running": "success",
+}
 BACKOFF_S = (10, 20, 40, 80, 160, 300)
 ENGINE_SOURCES = {"pod", "deployment", "hot", "service", "frag"}
 RETARGETABLE = {"acknowledge", "assign", "note", "severity", "degrade", "mitigate", "resolve", "reopen"}
@@ -62,8 +88,16 @@ class Intent:
 
 
 class Story:
-    def __init__(self, scenario: str, seed: int, start: int, clusters: int = 1, step_s: int = 30,
-                 per_scope_windows: bool = False, sparse_s: int | None = None) -> None:
+    def __init__(
+        self,
+        scenario: str,
+        seed: int,
+        start: int,
+        clusters: int = 1,
+        step_s: int = 30,
+        per_scope_windows: bool = False,
+        sparse_s: int | None = None,
+    ) -> None:
         self.sparse_s = sparse_s
         self.scenario = scenario
         self.seed = seed
@@ -88,21 +122,43 @@ class Story:
         ra = rng_for("am", seed)
         self.am_configs = {
             # a central Alertmanager for the cloud clusters, routing tuned per organisation
-            "central": am.AlertmanagerConfig("central", w.am_urls["central"], (
-                am.Route("rootline-pager", ra.choice([("alertname", "cluster", "namespace"), ("cluster", "namespace")]),
-                         30, ra.choice([60, 120, 180]), ra.choice([1800, 2700, 3600]), (("severity", "critical"),)),
-                am.Route("rootline", ra.choice([("namespace",), ("alertname", "cluster"), ("cluster", "namespace")]),
-                         30, ra.choice([180, 300]), ra.choice([2 * 3600, 3 * 3600, 4 * 3600])),
-            )),
+            "central": am.AlertmanagerConfig(
+                "central",
+                w.am_urls["central"],
+                (
+                    am.Route(
+                        "rootline-pager",
+                        ra.choice([("alertname", "cluster", "namespace"), ("cluster", "namespace")]),
+                        30,
+                        ra.choice([60, 120, 180]),
+                        ra.choice([1800, 2700, 3600]),
+                        (("severity", "critical"),),
+                    ),
+                    am.Route(
+                        "rootline",
+                        ra.choice([("namespace",), ("alertname", "cluster"), ("cluster", "namespace")]),
+                        30,
+                        ra.choice([180, 300]),
+                        ra.choice([2 * 3600, 3 * 3600, 4 * 3600]),
+                    ),
+                ),
+            ),
             # the on-prem data centre's own, slower one
-            "edge": am.AlertmanagerConfig("edge", w.am_urls["edge"], (
-                am.Route(f"{w.org}-dc-critical", ("...",), 60, 600, 3 * 3600, (("severity", "critical"),)),
-                am.Route(f"{w.org}-dc-oncall", ("cluster", "namespace"), 60, 600, 3 * 3600),
-            )),
+            "edge": am.AlertmanagerConfig(
+                "edge",
+                w.am_urls["edge"],
+                (
+                    am.Route(
+                        f"{w.org}-dc-critical", ("...",), 60, 600, 3 * 3600, (("severity", "critical"),)
+                    ),
+                    am.Route(f"{w.org}-dc-oncall", ("cluster", "namespace"), 60, 600, 3 * 3600),
+                ),
+            ),
         }
         r = rng_for("ksm", seed)
-        self.ksm_ips = {c.name: f"10.{r.randint(64, 127)}.{r.randint(0, 255)}.{r.randint(2, 250)}"
-                        for c in w.clusters}
+        self.ksm_ips = {
+            c.name: f"10.{r.randint(64, 127)}.{r.randint(0, 255)}.{r.randint(2, 250)}" for c in w.clusters
+        }
 
     # -- people and incidents ------------------------------------------------------------------
     def person(self, i: int = 0) -> str:
@@ -133,7 +189,9 @@ class Story:
         self.scope_times.setdefault(dep.name, []).extend(times)
 
     # -- rule choice ---------------------------------------------------------------------------
-    def _style(self, cluster: Cluster, kind: Kind, labelled: bool | None, name_idx: int | None) -> tuple[str, dict]:
+    def _style(
+        self, cluster: Cluster, kind: Kind, labelled: bool | None, name_idx: int | None
+    ) -> tuple[str, dict]:
         key = kind.name
         if not cluster.style:
             # a cluster's rule packs: about half of its kinds come from the labelled platform pack
@@ -142,7 +200,12 @@ class Story:
             r.shuffle(names)
             flip = r.random() < 0.5
             for i, name in enumerate(names):
-                cluster.style[name] = ((i % 2 == 0) != flip, r.randrange(100), r.randrange(100), r.randrange(100))
+                cluster.style[name] = (
+                    (i % 2 == 0) != flip,
+                    r.randrange(100),
+                    r.randrange(100),
+                    r.randrange(100),
+                )
         lab, ni, li, mi = cluster.style[key]
         if labelled is not None:
             lab = labelled
@@ -162,19 +225,36 @@ class Story:
         return k * step + frac
 
     # -- alerts ---------------------------------------------------------------------------------
-    def fire(self, kind_name: str, target: Target, cross: int, until: int | None, *, inc: Incident | None,
-             root: bool = False, slow: bool = False, peak: float | None = None, delay_s: float = 0,
-             pods: list[Pod] | None = None, value: float | None = None, labelled: bool | None = None,
-             name_idx: int | None = None, bump: bool = True, labels: dict[str, str] | None = None,
-             severity: str | None = None, threshold: float | None = None,
-             decay_s: float = 240, ramp_s: float = 360) -> am.Occurrence:
+    def fire(
+        self,
+        kind_name: str,
+        target: Target,
+        cross: int,
+        until: int | None,
+        *,
+        inc: Incident | None,
+        root: bool = False,
+        slow: bool = False,
+        peak: float | None = None,
+        delay_s: float = 0,
+        pods: list[Pod] | None = None,
+        value: float | None = None,
+        labelled: bool | None = None,
+        name_idx: int | None = None,
+        bump: bool = True,
+        labels: dict[str, str] | None = None,
+        severity: str | None = None,
+        threshold: float | None = None,
+        decay_s: float = 240,
+        ramp_s: float = 360,
+    ) -> am.Occurrence:
         """One alert occurrence of rule `kind_name` on `target`: the watched condition holds from
         `cross` to `until` (None: still firing at the end); startsAt and endsAt follow the rule's
         lag, `for` and eval ticks. `threshold` overrides the rule's (after a threshold edit)."""
         kind = KINDS[kind_name]
         expr: Expr = kind.slow if (slow and kind.slow) else kind.fast
         dep, pod, gpu, node = _resolve(target)
-        cluster = (dep.cluster if dep else node.cluster if node else target["cluster_obj"])
+        cluster = dep.cluster if dep else node.cluster if node else target["cluster_obj"]
         scope = self._scope(kind, target, dep, pod, gpu, node)
         starts = self._tick(cluster, kind, cross + (expr.lag_s + expr.for_s) * NS)
         if until is not None and until + expr.end_lag_s * NS <= starts + 60 * NS:
@@ -192,8 +272,12 @@ class Story:
         for k, v in cluster.ext_labels.items():
             alert_labels.setdefault(k, v)
         if kind.group in ("llm", "slo") and rng_for(self.key, "team", cluster.name).random() < 0.5:
-            alert_labels.setdefault("team", rng_for(self.key, "teamname", cluster.name).choice(
-                ["ml-platform", "llm-serving", "inference", "genai-sre"]))
+            alert_labels.setdefault(
+                "team",
+                rng_for(self.key, "teamname", cluster.name).choice(
+                    ["ml-platform", "llm-serving", "inference", "genai-sre"]
+                ),
+            )
         signal = kind.signal
         pk = peak if peak is not None else PEAKS.get(signal or "", 1.0)
         shown = value if value is not None else pk
@@ -203,24 +287,46 @@ class Story:
         if threshold is not None and kind.threshold is not None:
             promql = promql.replace(f" {_num(kind.threshold)}", f" {_num(threshold)}")
             annotations["description"] = annotations["description"].replace(
-                f" {_num(kind.threshold)} ", f" {_num(threshold)} ")
+                f" {_num(kind.threshold)} ", f" {_num(threshold)} "
+            )
         fp = am_fingerprint(alert_labels)
         self._seq += 1
-        arrival = starts + rng_for(self.key, "arr", fp, starts).randint(20, 900) * 1_000_000 + int(delay_s * NS)
-        occ = am.Occurrence(labels=alert_labels, annotations=annotations, starts=starts, ends=ends,
-                            generator_url=f"{cluster.prom_url}/graph?g0.expr={quote_plus(promql)}&g0.tab=1",
-                            fingerprint=fp, arrival=arrival, am=cluster.am, kind=kind_name, seq=self._seq,
-                            dep=dep, node=node)
+        arrival = (
+            starts + rng_for(self.key, "arr", fp, starts).randint(20, 900) * 1_000_000 + int(delay_s * NS)
+        )
+        occ = am.Occurrence(
+            labels=alert_labels,
+            annotations=annotations,
+            starts=starts,
+            ends=ends,
+            generator_url=f"{cluster.prom_url}/graph?g0.expr={quote_plus(promql)}&g0.tab=1",
+            fingerprint=fp,
+            arrival=arrival,
+            am=cluster.am,
+            kind=kind_name,
+            seq=self._seq,
+            dep=dep,
+            node=node,
+        )
         if dep is not None:
             self.touch(dep, starts, ends or starts)
         if signal and bump:
-            self._bump(kind, signal, dep, pod, gpu, node, pods, cross, until, pk, occ, threshold, decay_s, ramp_s)
+            self._bump(
+                kind, signal, dep, pod, gpu, node, pods, cross, until, pk, occ, threshold, decay_s, ramp_s
+            )
         self.occs.append(occ)
         self._place(occ, inc, root)
         return occ
 
-    def _scope(self, kind: Kind, target: Target, dep: Deployment | None, pod: Pod | None, gpu: Gpu | None,
-               node: Node | None) -> dict[str, str]:
+    def _scope(
+        self,
+        kind: Kind,
+        target: Target,
+        dep: Deployment | None,
+        pod: Pod | None,
+        gpu: Gpu | None,
+        node: Node | None,
+    ) -> dict[str, str]:
         """The labels of the series the rule watches, before the rule keeps some of them."""
         src = kind.source
         if isinstance(target, dict):
@@ -241,25 +347,48 @@ class Story:
         if src == "service":
             return {"cluster": dep.cluster.name, "namespace": dep.namespace, "service": dep.name}
         if src == "istio":
-            return {"cluster": dep.cluster.name, "destination_workload_namespace": dep.namespace,
-                    "destination_workload": dep.name}
+            return {
+                "cluster": dep.cluster.name,
+                "destination_workload_namespace": dep.namespace,
+                "destination_workload": dep.name,
+            }
         if src == "target":
-            return {"cluster": dep.cluster.name, "job": dep.job, "namespace": dep.namespace, "service": dep.name}
+            return {
+                "cluster": dep.cluster.name,
+                "job": dep.job,
+                "namespace": dep.namespace,
+                "service": dep.name,
+            }
         if src == "deployment_ksm":
-            return {"cluster": dep.cluster.name, "job": "kube-state-metrics",
-                    "instance": f"{self.ksm_ips[dep.cluster.name]}:8080", "namespace": dep.namespace,
-                    "deployment": dep.name}
+            return {
+                "cluster": dep.cluster.name,
+                "job": "kube-state-metrics",
+                "instance": f"{self.ksm_ips[dep.cluster.name]}:8080",
+                "namespace": dep.namespace,
+                "deployment": dep.name,
+            }
         if src == "node":
-            return dict(node_labels(node), device="/dev/nvme1n1", fstype="ext4", mountpoint="/var/lib/containerd")
+            return dict(
+                node_labels(node), device="/dev/nvme1n1", fstype="ext4", mountpoint="/var/lib/containerd"
+            )
         raise ValueError(f"no scope for {kind.name}")
 
-    def _annotations(self, kind: Kind, expr: Expr, name: str, labels: dict[str, str], value: float,
-                     cluster: Cluster) -> dict[str, str]:
+    def _annotations(
+        self, kind: Kind, expr: Expr, name: str, labels: dict[str, str], value: float, cluster: Cluster
+    ) -> dict[str, str]:
         fmt = _SafeDict(labels)
         fmt["host"] = labels.get("Hostname") or labels.get("hostname") or labels.get("node", "")
-        fmt.update({"value_pct": f"{value * 100:.1f}%", "value_int": f"{int(round(value))}",
-                    "value_s": f"{value:.2f}s", "value_ms": f"{value * 1000:.0f}ms", "value_rate": f"{value:.2f}",
-                    "value_x": f"{value:.1f}x", "value_mib": f"{int(value)}"})
+        fmt.update(
+            {
+                "value_pct": f"{value * 100:.1f}%",
+                "value_int": f"{int(round(value))}",
+                "value_s": f"{value:.2f}s",
+                "value_ms": f"{value * 1000:.0f}ms",
+                "value_rate": f"{value:.2f}",
+                "value_x": f"{value:.1f}x",
+                "value_mib": f"{int(value)}",
+            }
+        )
         ann = {"summary": kind.summary.format_map(fmt), "description": kind.description.format_map(fmt)}
         if expr.for_s >= 900:
             ann["description"] += f" (sustained for {expr.for_s // 60}m)"
@@ -270,10 +399,23 @@ class Story:
             ann["runbook_url"] = f"https://runbooks.{self.world.domain}/llm/{name}"
         return ann
 
-    def _bump(self, kind: Kind, signal: str, dep: Deployment | None, pod: Pod | None, gpu: Gpu | None,
-              node: Node | None, pods: list[Pod] | None, cross: int, until: int | None, peak: float,
-              occ: am.Occurrence, threshold: float | None = None, decay_s: float = 240,
-              ramp_s: float = 360) -> None:
+    def _bump(
+        self,
+        kind: Kind,
+        signal: str,
+        dep: Deployment | None,
+        pod: Pod | None,
+        gpu: Gpu | None,
+        node: Node | None,
+        pods: list[Pod] | None,
+        cross: int,
+        until: int | None,
+        peak: float,
+        occ: am.Occurrence,
+        threshold: float | None = None,
+        decay_s: float = 240,
+        ramp_s: float = 360,
+    ) -> None:
         until = until if until is not None else cross + 24 * 60 * MINUTE
         thr = kind.threshold if threshold is None else threshold
         direction = kind.direction
@@ -310,8 +452,18 @@ class Story:
                 self.disk_nodes.append((node, "/var/lib/containerd"))
         occ.signal = (signal, keys, thr, direction)
 
-    def effect(self, signal: str, key_obj: Pod | Deployment, threshold: float, peak: float, cross: int,
-               until: int, direction: str = "up", ramp_s: float = 360, decay_s: float = 240) -> None:
+    def effect(
+        self,
+        signal: str,
+        key_obj: Pod | Deployment,
+        threshold: float,
+        peak: float,
+        cross: int,
+        until: int,
+        direction: str = "up",
+        ramp_s: float = 360,
+        decay_s: float = 240,
+    ) -> None:
         """A metric movement with no alert of its own (e.g. GPU memory crossing 85% in March)."""
         key = key_obj.name if hasattr(key_obj, "name") else str(key_obj)
         self.tel.bump(signal, key, threshold, peak, cross, until, direction, ramp_s, decay_s)
@@ -364,26 +516,52 @@ class Story:
         self.tel.lifetimes[pod.name] = (born, died)
 
     # -- changes and actions ----------------------------------------------------------------------
-    def change(self, at: int, change_type: str, summary: str, source: str, details: dict[str, str],
-               *, inc: Incident | None, root: bool = False, links: list[dict] | None = None,
-               ts_style: str = "z", dep: Deployment | None = None) -> Change:
+    def change(
+        self,
+        at: int,
+        change_type: str,
+        summary: str,
+        source: str,
+        details: dict[str, str],
+        *,
+        inc: Incident | None,
+        root: bool = False,
+        links: list[dict] | None = None,
+        ts_style: str = "z",
+        dep: Deployment | None = None,
+    ) -> Change:
         ts = iso_ms(at, ts_style)
         cd = {"change_type": change_type}
         cd.update({k: str(v) for k, v in details.items()})
-        body = {"routing_key": self.world.routing_key,
-                "payload": {"summary": summary, "timestamp": ts, "source": source, "custom_details": cd},
-                "links": links or []}
+        body = {
+            "routing_key": self.world.routing_key,
+            "payload": {"summary": summary, "timestamp": ts, "source": source, "custom_details": cd},
+            "links": links or [],
+        }
         self._seq += 1
-        ch = Change(at=at, body=body, fingerprint=event_fingerprint(source=source, summary=summary),
-                    starts_at=ts, seq=self._seq)
+        ch = Change(
+            at=at,
+            body=body,
+            fingerprint=event_fingerprint(source=source, summary=summary),
+            starts_at=ts,
+            seq=self._seq,
+        )
         self.changes.append(ch)
         if dep is not None:
             self.touch(dep, at)
         self._place(ch, inc, root)
         return ch
 
-    def act(self, action: str, occ: am.Occurrence | Change, *, after_s: float | None = None,
-            at: int | None = None, by: str | None = None, **fields: object) -> None:
+    def act(
+        self,
+        action: str,
+        occ: am.Occurrence | Change,
+        *,
+        after_s: float | None = None,
+        at: int | None = None,
+        by: str | None = None,
+        **fields: object,
+    ) -> None:
         """A human action on the incident holding `occ`: at `at`, or `after_s` after `occ` was first
         delivered (resolved to times and fingerprints once Alertmanager's deliveries are known)."""
         self.intents.append(Intent(action, occ, after_s, at, by or self.person(0), fields))
@@ -437,8 +615,14 @@ class Story:
             if not members:
                 continue
             root = inc.root if inc.root is not None and ok(inc.root) else members[0]
-            incidents.append({"id": inc.id, "root": self._ref(root), "alerts": [self._ref(m) for m in members],
-                              "family": inc.family})
+            incidents.append(
+                {
+                    "id": inc.id,
+                    "root": self._ref(root),
+                    "alerts": [self._ref(m) for m in members],
+                    "family": inc.family,
+                }
+            )
         noise = [self._ref(m) for m in sorted((m for m in self.noise if ok(m)), key=when)]
         return json.dumps({"incidents": incidents, "noise": noise}, indent=1) + "\n"
 
@@ -478,11 +662,13 @@ class Story:
         rows.sort(key=lambda r: (r[0], r[1]))
         return "".join(json.dumps(r, ensure_ascii=False) + "\n" for _, _, r in rows)
 
-    def _firing_member(self, occ: am.Occurrence, at: int, first_seen: dict,
-                       closing: bool) -> tuple[am.Occurrence, int]:
+    def _firing_member(
+        self, occ: am.Occurrence, at: int, first_seen: dict, closing: bool
+    ) -> tuple[am.Occurrence, int]:
         """The occurrence an incident-level action names, and when: one of the incident's alerts
         delivered and firing at `at` (the intended one, else the root, else the earliest); when
         none fires yet, the responder acts just after the next one shows up."""
+
         def firing(o: object, t: int) -> bool:
             seen = self.first_firing.get(o.key) if isinstance(o, am.Occurrence) else None
             return seen is not None and seen <= t and (o.ends is None or o.ends > t)
@@ -499,8 +685,11 @@ class Story:
         if live:
             return live[0], at
         if not closing:
-            upcoming = sorted((self.first_firing[m.key], m.seq, m) for m in alerts
-                              if m.key in self.first_firing and self.first_firing[m.key] > at)
+            upcoming = sorted(
+                (self.first_firing[m.key], m.seq, m)
+                for m in alerts
+                if m.key in self.first_firing and self.first_firing[m.key] > at
+            )
             for seen, _, m in upcoming:
                 later = seen + 15 * NS
                 if m.ends is None or m.ends > later:

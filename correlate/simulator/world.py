@@ -1,5 +1,6 @@
 """A seeded fleet: organisation, clusters, nodes and GPUs, namespaces, model deployments, pods,
 people. Another seed gives other names everywhere; the same seed gives the same fleet."""
+
 from __future__ import annotations
 
 import random
@@ -7,7 +8,18 @@ from dataclasses import dataclass, field
 
 from .core import hex_id, k8s_suffix
 
-ORGS = ["acme", "northwind", "globex", "initech", "helios", "vandelay", "tyrell", "nimbus", "quanta", "oakridge"]
+ORGS = [
+    "acme",
+    "northwind",
+    "globex",
+    "initech",
+    "helios",
+    "vandelay",
+    "tyrell",
+    "nimbus",
+    "quanta",
+    "oakridge",
+]
 
 GPU_TYPES = [
     ("NVIDIA H100 80GB HBM3", 81559, "h100"),
@@ -33,13 +45,41 @@ MODELS = [
     ("nvidia/Llama-3.1-Nemotron-70B-Instruct-HF", "nemotron-70b"),
 ]
 
-NAMESPACES = ["llm-serving", "inference", "genai-prod", "chat-serving", "llm-platform", "model-serving",
-              "copilot", "search-rerank", "docai-prod", "kserve-prod", "assistant-api", "llm-batch"]
+NAMESPACES = [
+    "llm-serving",
+    "inference",
+    "genai-prod",
+    "chat-serving",
+    "llm-platform",
+    "model-serving",
+    "copilot",
+    "search-rerank",
+    "docai-prod",
+    "kserve-prod",
+    "assistant-api",
+    "llm-batch",
+]
 
 ROLES = ["chat", "api", "serving", "rag", "vllm", "completions", "decode", "summarize"]
 
-PEOPLE = ["mchen", "aoyelaran", "jpark", "sfischer", "rkumar", "lnovak", "tdubois", "ywang", "bokafor",
-          "ksato", "emartin", "dgarcia", "hnguyen", "pkowalski", "imorales", "zahmed"]
+PEOPLE = [
+    "mchen",
+    "aoyelaran",
+    "jpark",
+    "sfischer",
+    "rkumar",
+    "lnovak",
+    "tdubois",
+    "ywang",
+    "bokafor",
+    "ksato",
+    "emartin",
+    "dgarcia",
+    "hnguyen",
+    "pkowalski",
+    "imorales",
+    "zahmed",
+]
 
 REGIONS = {
     "gke": ["us-central1", "us-east4", "europe-west4", "asia-northeast1"],
@@ -72,8 +112,11 @@ ENGINE_METRICS = {
         "vllm:request_success": "trtllm_request_success",
     },
 }
-ENGINE_WORDS = {"vllm": ("VLLM", "vllm", "vLLM"), "sglang": ("SGLang", "sglang", "SGLang"),
-                "trtllm": ("TRTLLM", "trtllm", "TensorRT-LLM")}
+ENGINE_WORDS = {
+    "vllm": ("VLLM", "vllm", "vLLM"),
+    "sglang": ("SGLang", "sglang", "SGLang"),
+    "trtllm": ("TRTLLM", "trtllm", "TensorRT-LLM"),
+}
 
 
 def metric_name(engine: str, vllm_name: str) -> str | None:
@@ -95,7 +138,7 @@ def translate(engine: str, text: str) -> str:
 
 @dataclass
 class Gpu:
-    node: "Node"
+    node: Node
     index: int
     uuid: str
     pci_bus_id: str
@@ -104,7 +147,7 @@ class Gpu:
 @dataclass
 class Node:
     name: str
-    cluster: "Cluster"
+    cluster: Cluster
     gpu_model: str
     fb_mib: int
     ip: str
@@ -115,7 +158,7 @@ class Node:
 @dataclass
 class Pod:
     name: str
-    deployment: "Deployment"
+    deployment: Deployment
     gpu: Gpu
     ip: str
     uid: str
@@ -129,7 +172,7 @@ class Pod:
 class Deployment:
     name: str
     namespace: str
-    cluster: "Cluster"
+    cluster: Cluster
     model: str
     served_name: str
     job: str
@@ -145,8 +188,12 @@ class Deployment:
     engine: str = "vllm"
 
     def scope(self) -> dict[str, str]:
-        return {"cluster": self.cluster.name, "namespace": self.namespace, "deployment": self.name,
-                "model": self.served_name}
+        return {
+            "cluster": self.cluster.name,
+            "namespace": self.namespace,
+            "deployment": self.name,
+            "model": self.served_name,
+        }
 
 
 @dataclass
@@ -178,8 +225,13 @@ class World:
         self.people = rng.sample(PEOPLE, 6)
         self.routing_key = hex_id(rng, 32)
         self.am_urls = {
-            "central": rng.choice([f"https://alertmanager.{self.domain}", f"https://alerts.{self.org}-ml.net",
-                                   "http://alertmanager.monitoring.svc:9093"]),
+            "central": rng.choice(
+                [
+                    f"https://alertmanager.{self.domain}",
+                    f"https://alerts.{self.org}-ml.net",
+                    "http://alertmanager.monitoring.svc:9093",
+                ]
+            ),
             "edge": f"https://am-{rng.choice(['dc', 'edge', 'onprem'])}.{self.domain}",
         }
         self._used_models: set[str] = set()
@@ -187,8 +239,10 @@ class World:
         providers = rng.sample(["gke", "eks", "aks", "onprem"], k=min(4, n_clusters))
         while len(providers) < n_clusters:
             providers.append(rng.choice(["gke", "eks", "aks", "onprem"]))
-        self.clusters = [self._cluster(p, i, ns_precision_cluster and i == n_clusters - 1 and n_clusters > 1)
-                         for i, p in enumerate(providers)]
+        self.clusters = [
+            self._cluster(p, i, ns_precision_cluster and i == n_clusters - 1 and n_clusters > 1)
+            for i, p in enumerate(providers)
+        ]
 
     def _cluster(self, provider: str, index: int, ns_precision: bool) -> Cluster:
         rng = self.rng
@@ -205,13 +259,20 @@ class World:
         while name in self._used_names:
             name += "x"
         self._used_names.add(name)
-        prom_url = rng.choice([f"https://prometheus.{name}.{self.domain}", "http://prometheus-k8s-0:9090",
-                               f"https://thanos-query.{self.domain}", f"http://prometheus-{name}.monitoring:9090"])
+        prom_url = rng.choice(
+            [
+                f"https://prometheus.{name}.{self.domain}",
+                "http://prometheus-k8s-0:9090",
+                f"https://thanos-query.{self.domain}",
+                f"http://prometheus-{name}.monitoring:9090",
+            ]
+        )
         am = "edge" if provider == "onprem" else "central"
         ext = {}
         if rng.random() < 0.6:
-            ext["prometheus"] = rng.choice(["monitoring/k8s", "monitoring/kube-prometheus-stack-prometheus",
-                                            "prometheus/prometheus"])
+            ext["prometheus"] = rng.choice(
+                ["monitoring/k8s", "monitoring/kube-prometheus-stack-prometheus", "prometheus/prometheus"]
+            )
         if provider == "onprem" or rng.random() < 0.3:
             ext["region"] = region
         fracs = {}
@@ -221,11 +282,16 @@ class World:
             else:
                 fracs[group] = rng.randrange(0, 1000) * 1_000_000
         cluster = Cluster(
-            name=name, provider=provider, region=region, prom_url=prom_url, am=am,
+            name=name,
+            provider=provider,
+            region=region,
+            prom_url=prom_url,
+            am=am,
             honor_labels=rng.random() < 0.5,
             dcgm_job=rng.choice(["nvidia-dcgm-exporter", "dcgm-exporter", "gpu-metrics"]),
             dcgm_namespace=rng.choice(["gpu-operator", "nvidia-gpu-operator", "kube-system"]),
-            ext_labels=ext, eval_frac_ns=fracs,
+            ext_labels=ext,
+            eval_frac_ns=fracs,
             namespaces=rng.sample(NAMESPACES, 3),
         )
         cluster.dcgm_host_label = "hostname" if rng.random() < 0.25 else "Hostname"
@@ -247,13 +313,23 @@ class World:
             name = f"gpu-{tag}-r{rng.randint(1, 12):02d}-n{n + 1:02d}"
         node = Node(name=name, cluster=cluster, gpu_model=gpu_model, fb_mib=fb, ip=f"10.{a}.{b}.{c}")
         for i in range(8):
-            uuid = f"GPU-{hex_id(rng, 8)}-{hex_id(rng, 4)}-{hex_id(rng, 4)}-{hex_id(rng, 4)}-{hex_id(rng, 12)}"
-            node.gpus.append(Gpu(node=node, index=i, uuid=uuid, pci_bus_id=f"00000000:{0x18 + i * 0x11:02X}:00.0"))
+            uuid = (
+                f"GPU-{hex_id(rng, 8)}-{hex_id(rng, 4)}-{hex_id(rng, 4)}-{hex_id(rng, 4)}-{hex_id(rng, 12)}"
+            )
+            node.gpus.append(
+                Gpu(node=node, index=i, uuid=uuid, pci_bus_id=f"00000000:{0x18 + i * 0x11:02X}:00.0")
+            )
         cluster.dcgm_pods[name] = f"{cluster.dcgm_job}-{k8s_suffix(rng, 5)}"
         return node
 
-    def deployment(self, cluster: Cluster, namespace: str | None = None, pods: int | None = None,
-                   model: tuple[str, str] | None = None, engine: str = "vllm") -> Deployment:
+    def deployment(
+        self,
+        cluster: Cluster,
+        namespace: str | None = None,
+        pods: int | None = None,
+        model: tuple[str, str] | None = None,
+        engine: str = "vllm",
+    ) -> Deployment:
         """A model deployment with its pods spread over the cluster's nodes (one GPU per pod)."""
         rng = self.rng
         if model is None:
@@ -268,14 +344,26 @@ class World:
             name = f"{name}-{rng.randint(2, 9)}"
         self._used_names.add(name)
         served = rng.choice([hf, hf, slug, f"{slug}-{role}"])
-        jobs = {"vllm": ["vllm", f"{name}-metrics", "vllm-engine", name],
-                "sglang": ["sglang", f"{name}-metrics", name], "trtllm": ["trtllm-serve", f"{name}-metrics", name]}
-        containers = {"vllm": ["vllm", "vllm-openai", "inference-server", "engine"],
-                      "sglang": ["sglang", "sglang-server", "engine"], "trtllm": ["trtllm-serve", "triton", "engine"]}
+        jobs = {
+            "vllm": ["vllm", f"{name}-metrics", "vllm-engine", name],
+            "sglang": ["sglang", f"{name}-metrics", name],
+            "trtllm": ["trtllm-serve", f"{name}-metrics", name],
+        }
+        containers = {
+            "vllm": ["vllm", "vllm-openai", "inference-server", "engine"],
+            "sglang": ["sglang", "sglang-server", "engine"],
+            "trtllm": ["trtllm-serve", "triton", "engine"],
+        }
         dep = Deployment(
-            name=name, namespace=namespace or rng.choice(cluster.namespaces), cluster=cluster, model=hf,
-            served_name=served, job=rng.choice(jobs[engine]), container=rng.choice(containers[engine]),
-            rs_hash=k8s_suffix(rng, rng.choice([9, 10])), engine=engine,
+            name=name,
+            namespace=namespace or rng.choice(cluster.namespaces),
+            cluster=cluster,
+            model=hf,
+            served_name=served,
+            job=rng.choice(jobs[engine]),
+            container=rng.choice(containers[engine]),
+            rs_hash=k8s_suffix(rng, rng.choice([9, 10])),
+            engine=engine,
         )
         for _ in range(pods or rng.randint(3, 4)):
             dep.pods.append(self._pod(dep))

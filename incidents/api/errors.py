@@ -2,6 +2,7 @@
 actions answer it, and the query-parameter checks every endpoint makes before it reads anything:
 a client's mistake is a 4xx that names the parameter, never a 500 (PostgreSQL refuses NUL bytes
 in text) and never a silently ignored filter."""
+
 from __future__ import annotations
 
 from typing import Any

@@ -1,4 +1,5 @@
 """The incident's timeline and root-cause matrix as JSON: rebuilt from stored evidence on read."""
+
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema
@@ -8,11 +9,12 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
-from incidents.services.errors import RootlineError
-from incidents.services.matrix import matrix_edit
 from incidents.api.errors import ApiErrors, body_text_check
 from incidents.models import Incident
+from incidents.services.errors import RootlineError
+from incidents.services.matrix import matrix_edit
 from incidents.timeline import incident_matrix, incident_timeline
+
 
 class TimelineItemSerializer(serializers.Serializer):
     at = serializers.DateTimeField()
@@ -22,7 +24,9 @@ class TimelineItemSerializer(serializers.Serializer):
     detail = serializers.CharField()
     source = serializers.CharField()
     signal = serializers.CharField(required=False, help_text="threshold items: the catalog band")
-    band = serializers.ChoiceField(["green", "yellow", "red"], required=False, help_text="threshold items: the band entered")
+    band = serializers.ChoiceField(
+        ["green", "yellow", "red"], required=False, help_text="threshold items: the band entered"
+    )
     value = serializers.FloatField(required=False, help_text="threshold items: the value at the crossing")
     action = serializers.CharField(required=False, help_text="action and note items")
     by = serializers.CharField(required=False, allow_null=True)

@@ -20,7 +20,9 @@ class Pagination(PageNumberPagination):
             return self.page_size
         size = whole_number(raw)
         if size is None or not 1 <= size <= self.max_page_size:
-            raise ValidationError({"page_size": f"expected a whole number from 1 to {self.max_page_size}, got {raw[:40]!r}"})
+            raise ValidationError(
+                {"page_size": f"expected a whole number from 1 to {self.max_page_size}, got {raw[:40]!r}"}
+            )
         return size
 
     def paginate_queryset(self, queryset, request, view=None):

@@ -1,5 +1,6 @@
 """How the API reads a request: its credentials and its JSON body. DRF's own classes, made to
 answer a client's mistake with a 4xx instead of a 500."""
+
 from __future__ import annotations
 
 from rest_framework import authentication, parsers
@@ -16,7 +17,9 @@ class TokenAuthentication(authentication.TokenAuthentication):
         try:
             return super().authenticate(request)
         except UnicodeEncodeError:
-            raise AuthenticationFailed("Invalid token header. Token string should not contain invalid characters.") from None
+            raise AuthenticationFailed(
+                "Invalid token header. Token string should not contain invalid characters."
+            ) from None
 
     def authenticate_credentials(self, key: str):
         if "\x00" in key:

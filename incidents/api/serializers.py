@@ -1,4 +1,5 @@
 """JSON shapes of the contract. Incident shapes are built from rows a selector loaded in bulk."""
+
 from __future__ import annotations
 
 from drf_spectacular.utils import extend_schema_field
@@ -15,8 +16,19 @@ class AlertSerializer(serializers.ModelSerializer):
     class Meta:
         model = Alert
         fields = [
-            "id", "fingerprint", "alertname", "status", "labels", "annotations", "starts_at", "ends_at",
-            "layer", "failure_mode", "incident", "false_positive", "kind",
+            "id",
+            "fingerprint",
+            "alertname",
+            "status",
+            "labels",
+            "annotations",
+            "starts_at",
+            "ends_at",
+            "layer",
+            "failure_mode",
+            "incident",
+            "false_positive",
+            "kind",
         ]
 
 
@@ -43,15 +55,33 @@ class IncidentSerializer(serializers.ModelSerializer):
     chain = serializers.SerializerMethodField()
     assignee = serializers.CharField(source="assignee.username", default=None, read_only=True)
     merged_into = serializers.IntegerField(
-        source="merged_into_id", allow_null=True, read_only=True,
-        help_text="the incident this one was merged into (its alerts and actions go on there); null if not merged")
+        source="merged_into_id",
+        allow_null=True,
+        read_only=True,
+        help_text="the incident this one was merged into (its alerts and actions go on there); null if not merged",
+    )
 
     class Meta:
         model = Incident
         fields = [
-            "id", "title", "status", "severity", "started_at", "acknowledged_at", "mitigated_at", "resolved_at",
-            "alert_count", "failure_modes", "layers", "scope", "root_cause", "chain", "assignee", "degradation",
-            "ranking_held", "merged_into",
+            "id",
+            "title",
+            "status",
+            "severity",
+            "started_at",
+            "acknowledged_at",
+            "mitigated_at",
+            "resolved_at",
+            "alert_count",
+            "failure_modes",
+            "layers",
+            "scope",
+            "root_cause",
+            "chain",
+            "assignee",
+            "degradation",
+            "ranking_held",
+            "merged_into",
         ]
 
     @extend_schema_field(RootCauseSerializer(allow_null=True))
@@ -60,17 +90,27 @@ class IncidentSerializer(serializers.ModelSerializer):
         if root is None:
             return None
         return {
-            "alert_id": root.pk, "alertname": root.alertname, "layer": root.layer, "failure_mode": root.failure_mode,
-            "confidence": incident.root_confidence, "explanation": incident.root_explanation,
+            "alert_id": root.pk,
+            "alertname": root.alertname,
+            "layer": root.layer,
+            "failure_mode": root.failure_mode,
+            "confidence": incident.root_confidence,
+            "explanation": incident.root_explanation,
         }
 
     @extend_schema_field(ChainLinkSerializer(many=True))
     def get_chain(self, incident: Incident) -> list[dict]:
         alerts = self.context["chain_alerts"]
         return [
-            {"alert_id": alert.pk, "alertname": alert.alertname, "layer": alert.layer, "failure_mode": alert.failure_mode,
-             "started_at": serializers.DateTimeField().to_representation(alert.starts_at)}
-            for alert in (alerts.get(alert_id) for alert_id in incident.chain) if alert is not None
+            {
+                "alert_id": alert.pk,
+                "alertname": alert.alertname,
+                "layer": alert.layer,
+                "failure_mode": alert.failure_mode,
+                "started_at": serializers.DateTimeField().to_representation(alert.starts_at),
+            }
+            for alert in (alerts.get(alert_id) for alert_id in incident.chain)
+            if alert is not None
         ]
 
 
@@ -118,14 +158,24 @@ class ActionBodySerializer(serializers.Serializer):
     at = serializers.DateTimeField(required=False, help_text="when it happened (RFC 3339); default: now")
     username = serializers.CharField(required=False, max_length=150, help_text="assign: the assignee")
     text = serializers.CharField(required=False, max_length=20_000, help_text="note")
-    level = serializers.CharField(required=False, help_text="severity: critical|warning|info; degrade: none|L1|L2|L3")
-    into = serializers.IntegerField(required=False, help_text="merge: the incident that survives (same cluster)")
-    alert_ids = serializers.ListField(child=serializers.IntegerField(), required=False, help_text="split: the alerts split off")
-    alert_id = serializers.IntegerField(required=False, help_text="exclude_alert, false_positive: one of the incident's alerts")
+    level = serializers.CharField(
+        required=False, help_text="severity: critical|warning|info; degrade: none|L1|L2|L3"
+    )
+    into = serializers.IntegerField(
+        required=False, help_text="merge: the incident that survives (same cluster)"
+    )
+    alert_ids = serializers.ListField(
+        child=serializers.IntegerField(), required=False, help_text="split: the alerts split off"
+    )
+    alert_id = serializers.IntegerField(
+        required=False, help_text="exclude_alert, false_positive: one of the incident's alerts"
+    )
 
 
 class SplitResultSerializer(serializers.Serializer):
-    incidents = IncidentDetailSerializer(many=True, help_text="the incident acted on first, then the ones split off")
+    incidents = IncidentDetailSerializer(
+        many=True, help_text="the incident acted on first, then the ones split off"
+    )
 
 
 class ErrorSerializer(serializers.Serializer):

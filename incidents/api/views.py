@@ -15,23 +15,32 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from correlate.ingest.common import FieldError, parse_time
 from incidents import selectors
 from incidents.action_bodies import incident_act_on_body
-from incidents.services.errors import RootlineError
 from incidents.api.errors import ApiErrors, shown
 from incidents.api.serializers import (
-    ActionBodySerializer, AlertSerializer, ErrorSerializer, IncidentDetailSerializer, IncidentSerializer, SplitResultSerializer,
+    ActionBodySerializer,
+    AlertSerializer,
+    ErrorSerializer,
+    IncidentDetailSerializer,
+    IncidentSerializer,
+    SplitResultSerializer,
 )
-from correlate.ingest.common import FieldError, parse_time
 from incidents.models import Alert, Incident
+from incidents.services.errors import RootlineError
 
 
 @extend_schema(
     parameters=[
         OpenApiParameter("status", OpenApiTypes.STR, enum=["firing", "resolved"]),
         OpenApiParameter("fingerprint", OpenApiTypes.STR),
-        OpenApiParameter("label", OpenApiTypes.STR, many=True, description="KEY:VALUE; repeat to require several"),
-        OpenApiParameter("since", OpenApiTypes.DATETIME, description="RFC 3339: alerts that started then or later"),
+        OpenApiParameter(
+            "label", OpenApiTypes.STR, many=True, description="KEY:VALUE; repeat to require several"
+        ),
+        OpenApiParameter(
+            "since", OpenApiTypes.DATETIME, description="RFC 3339: alerts that started then or later"
+        ),
         OpenApiParameter("page_size", OpenApiTypes.INT, description="up to 500"),
     ]
 )
@@ -74,11 +83,20 @@ def since_param(params) -> datetime | None:
     return moment
 
 
-@extend_schema(parameters=[
-    OpenApiParameter("status", OpenApiTypes.STR, enum=["open", "resolved", "all"], description="default open: everything not resolved"),
-    OpenApiParameter("since", OpenApiTypes.DATETIME, description="RFC 3339: incidents that started then or later"),
-    OpenApiParameter("page_size", OpenApiTypes.INT, description="up to 500"),
-])
+@extend_schema(
+    parameters=[
+        OpenApiParameter(
+            "status",
+            OpenApiTypes.STR,
+            enum=["open", "resolved", "all"],
+            description="default open: everything not resolved",
+        ),
+        OpenApiParameter(
+            "since", OpenApiTypes.DATETIME, description="RFC 3339: incidents that started then or later"
+        ),
+        OpenApiParameter("page_size", OpenApiTypes.INT, description="up to 500"),
+    ]
+)
 class IncidentList(ApiErrors, generics.ListAPIView):
     """Incidents, newest first, each with its root cause and its chain (cause before effect)."""
 
@@ -125,13 +143,20 @@ class IncidentActions(ApiErrors, APIView):
         request=ActionBodySerializer,
         responses={
             200: PolymorphicProxySerializer(
-                component_name="ActionResult", serializers=[IncidentDetailSerializer, SplitResultSerializer],
-                resource_type_field_name=None, many=False),
+                component_name="ActionResult",
+                serializers=[IncidentDetailSerializer, SplitResultSerializer],
+                resource_type_field_name=None,
+                many=False,
+            ),
             202: IncidentDetailSerializer,
-            400: ErrorSerializer, 401: ErrorSerializer, 403: ErrorSerializer, 404: ErrorSerializer, 409: ErrorSerializer,
+            400: ErrorSerializer,
+            401: ErrorSerializer,
+            403: ErrorSerializer,
+            404: ErrorSerializer,
+            409: ErrorSerializer,
         },
-        description="200 with the incident (merge: the surviving one; split: {\"incidents\": [...]}), 202 for "
-                    "refresh_evidence, 400 for a bad body, 403 below the responder role, 409 for a state that does not allow it.",
+        description='200 with the incident (merge: the surviving one; split: {"incidents": [...]}), 202 for '
+        "refresh_evidence, 400 for a bad body, 403 below the responder role, 409 for a state that does not allow it.",
     )
     def post(self, request: Request, incident_id: int) -> Response:
         incident = Incident.objects.filter(pk=incident_id).first()
@@ -143,7 +168,10 @@ class IncidentActions(ApiErrors, APIView):
             return Response({"error": exc.message}, status=exc.http_status)
         status = 202 if outcome.accepted else 200
         if outcome.split:
-            return Response({"incidents": [incident_payload(request, item.pk) for item in outcome.incidents]}, status=status)
+            return Response(
+                {"incidents": [incident_payload(request, item.pk) for item in outcome.incidents]},
+                status=status,
+            )
         return Response(incident_payload(request, outcome.incidents[0].pk), status=status)
 
 
@@ -171,7 +199,9 @@ def no_such_route(request: HttpRequest) -> HttpResponse:
     if not request.path_info.endswith("/") and names_an_api_route(request.path_info + "/"):
         return HttpResponsePermanentRedirect(request.get_full_path(force_append_slash=True))
     where = f"{request.method} {shown(request.path)}"
-    return JsonResponse({"error": f"{where}: no such API route (the routes are listed at /api/v1/schema/)"}, status=404)
+    return JsonResponse(
+        {"error": f"{where}: no such API route (the routes are listed at /api/v1/schema/)"}, status=404
+    )
 
 
 def names_an_api_route(path: str) -> bool:

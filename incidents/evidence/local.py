@@ -9,6 +9,7 @@ extrapolated rate over [t-w, t] with counter resets; `histogram_quantile` interp
 the bucket as Prometheus does. A team without Prometheus (or with a Prometheus whose retention
 has ended) thereby gets the same evidence from an export.
 """
+
 from __future__ import annotations
 
 import bisect
@@ -17,16 +18,16 @@ import re
 from collections import defaultdict
 from collections.abc import Iterable
 from dataclasses import dataclass
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 from incidents.evidence import queries as q
 from incidents.evidence.points import RangeSeries, unpack_points
 from incidents.models import LocalSeries
 
 _SAMPLE = re.compile(
-    r'([a-zA-Z_:][a-zA-Z0-9_:]*)'
+    r"([a-zA-Z_:][a-zA-Z0-9_:]*)"
     r'(?:\{((?:\s*[a-zA-Z_][a-zA-Z0-9_]*\s*=\s*"(?:[^"\\]|\\.)*"\s*,?)*)\s*\})?'
-    r'\s+(\S+)(?:\s+(\S+))?\s*(?:#.*)?$'
+    r"\s+(\S+)(?:\s+(\S+))?\s*(?:#.*)?$"
 )
 _LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)\s*=\s*"((?:[^"\\]|\\.)*)"')
 _UNESCAPE = re.compile(r"\\(.)")
@@ -37,7 +38,9 @@ class OpenMetricsError(ValueError):
     """A file that cannot be imported; the message names the line."""
 
 
-def parse_openmetrics(lines: Iterable[str]) -> dict[tuple[str, tuple[tuple[str, str], ...]], dict[float, float]]:
+def parse_openmetrics(
+    lines: Iterable[str],
+) -> dict[tuple[str, tuple[tuple[str, str], ...]], dict[float, float]]:
     """Samples by (sample name, sorted labels); a repeated timestamp keeps the last value."""
     series: dict[tuple[str, tuple[tuple[str, str], ...]], dict[float, float]] = defaultdict(dict)
     label_cache: dict[str, tuple[tuple[str, str], ...]] = {}
@@ -56,20 +59,30 @@ def parse_openmetrics(lines: Iterable[str]) -> dict[tuple[str, tuple[tuple[str, 
             raise OpenMetricsError(f"line {number}: not a sample: {line[:120]!r}")
         name, raw_labels, raw_value, raw_ts = found.groups()
         if raw_ts is None:
-            raise OpenMetricsError(f"line {number}: sample without a timestamp (history needs one on every sample)")
+            raise OpenMetricsError(
+                f"line {number}: sample without a timestamp (history needs one on every sample)"
+            )
         try:
             value, ts = float(raw_value), float(raw_ts)
         except ValueError:
-            raise OpenMetricsError(f"line {number}: value {raw_value!r} or timestamp {raw_ts!r} is not a number") from None
+            raise OpenMetricsError(
+                f"line {number}: value {raw_value!r} or timestamp {raw_ts!r} is not a number"
+            ) from None
         if ts >= MILLISECONDS_FROM:
-            raise OpenMetricsError(f"line {number}: timestamp {raw_ts} looks like milliseconds; OpenMetrics uses seconds")
+            raise OpenMetricsError(
+                f"line {number}: timestamp {raw_ts} looks like milliseconds; OpenMetrics uses seconds"
+            )
         if not ts >= 0:  # NaN, -Inf, before 1970: no time a series can be stored at
             raise OpenMetricsError(f"line {number}: timestamp {raw_ts} is not a time in seconds since 1970")
         labels = label_cache.get(raw_labels or "")
         if labels is None:
-            labels = tuple(sorted((k, _UNESCAPE.sub(_unescape, v)) for k, v in _LABEL.findall(raw_labels or "")))
+            labels = tuple(
+                sorted((k, _UNESCAPE.sub(_unescape, v)) for k, v in _LABEL.findall(raw_labels or ""))
+            )
             if any("\x00" in value for _, value in labels):
-                raise OpenMetricsError(f"line {number}: a label value holds a NUL character, which cannot be stored")
+                raise OpenMetricsError(
+                    f"line {number}: a label value holds a NUL character, which cannot be stored"
+                )
             label_cache[raw_labels or ""] = labels
         series[(name, labels)][ts] = value
     if not ended:
@@ -82,7 +95,7 @@ def _unescape(found: re.Match) -> str:
 
 
 def _dt(ts: float) -> datetime:
-    return datetime.fromtimestamp(ts, timezone.utc)
+    return datetime.fromtimestamp(ts, UTC)
 
 
 # Reading ---------------------------------------------------------------------------------
@@ -109,33 +122,56 @@ class LocalSource:
             return []
         kind = query.kind
         if kind == q.GAUGE:
-            out = [self._series(raw.labels, steps, lambda t, raw=raw: gauge_at(raw, t))
-                   for raw in self._select(query.metric, query.matchers, start - q.LOOKBACK_SECONDS, end)]
+            out = [
+                self._series(raw.labels, steps, lambda t, raw=raw: gauge_at(raw, t))
+                for raw in self._select(query.metric, query.matchers, start - q.LOOKBACK_SECONDS, end)
+            ]
         elif kind == q.RATE:
-            out = [self._series(raw.labels, steps, lambda t, raw=raw: rate_at(raw, t, query.window))
-                   for raw in self._select(query.metric, query.matchers, start - query.window, end)]
+            out = [
+                self._series(raw.labels, steps, lambda t, raw=raw: rate_at(raw, t, query.window))
+                for raw in self._select(query.metric, query.matchers, start - query.window, end)
+            ]
         elif kind in (q.QUANTILE, q.SPREAD):
             out = self._quantiles(query, steps, start, end)
         elif kind == q.MEAN:
             sums = self._summed(query.metric + "_sum", query, steps, start, end)
             counts = self._summed(query.metric + "_count", query, steps, start, end)
-            out = [RangeSeries(dict(key), [(t, divide(v, counts[key][t])) for t, v in points.items() if t in counts.get(key, {})])
-                   for key, points in sums.items() if key in counts]
+            out = [
+                RangeSeries(
+                    dict(key),
+                    [(t, divide(v, counts[key][t])) for t, v in points.items() if t in counts.get(key, {})],
+                )
+                for key, points in sums.items()
+                if key in counts
+            ]
         elif kind == q.FRACTION_OF_SUM:
             a = self._instant_by_labels(query.metric, query.matchers, steps, start, end, ())
             b = self._instant_by_labels(query.other, query.matchers, steps, start, end, ())
-            out = [RangeSeries(dict(key), [(t, divide(v, v + b[key][t])) for t, v in points.items() if t in b.get(key, {})])
-                   for key, points in a.items() if key in b]
+            out = [
+                RangeSeries(
+                    dict(key),
+                    [(t, divide(v, v + b[key][t])) for t, v in points.items() if t in b.get(key, {})],
+                )
+                for key, points in a.items()
+                if key in b
+            ]
         elif kind == q.DIVIDE:
             ignoring = query.ignoring
             if query.counters:
                 a = self._rates_by_labels(query.metric, query.matchers, query, steps, start, end, ignoring)
-                b = self._rates_by_labels(query.other, query.other_matchers, query, steps, start, end, ignoring)
+                b = self._rates_by_labels(
+                    query.other, query.other_matchers, query, steps, start, end, ignoring
+                )
             else:
                 a = self._instant_by_labels(query.metric, query.matchers, steps, start, end, ignoring)
                 b = self._instant_by_labels(query.other, query.other_matchers, steps, start, end, ignoring)
-            out = [RangeSeries(dict(key), [(t, divide(v, b[key][t])) for t, v in points.items() if t in b.get(key, {})])
-                   for key, points in a.items() if key in b]
+            out = [
+                RangeSeries(
+                    dict(key), [(t, divide(v, b[key][t])) for t, v in points.items() if t in b.get(key, {})]
+                )
+                for key, points in a.items()
+                if key in b
+            ]
         else:
             raise ValueError(f"unknown query kind {kind!r}")
         return [series for series in out if series.points]
@@ -147,7 +183,9 @@ class LocalSource:
         if cache_key in self._cache:
             return self._cache[cache_key]
         compiled = [(label, op, re.compile(value) if op == "=~" else value) for label, op, value in matchers]
-        rows = LocalSeries.objects.filter(metric=metric, start__lte=_dt(end), end__gte=_dt(start)).only("id", "labels")
+        rows = LocalSeries.objects.filter(metric=metric, start__lte=_dt(end), end__gte=_dt(start)).only(
+            "id", "labels"
+        )
         wanted = [row.pk for row in rows if matches(row.labels, compiled)]
         found = []
         for row in LocalSeries.objects.filter(pk__in=wanted).only("labels", "points"):
@@ -169,21 +207,27 @@ class LocalSource:
                 points.append((t, value))
         return RangeSeries(labels, points)
 
-    def _instant_by_labels(self, metric, matchers, steps, start, end, ignoring) -> dict[tuple, dict[float, float]]:
+    def _instant_by_labels(
+        self, metric, matchers, steps, start, end, ignoring
+    ) -> dict[tuple, dict[float, float]]:
         out: dict[tuple, dict[float, float]] = {}
         for raw in self._select(metric, matchers, start - q.LOOKBACK_SECONDS, end):
             key = tuple(sorted((k, v) for k, v in raw.labels.items() if k not in ignoring))
             out[key] = {t: v for t in steps if (v := gauge_at(raw, t)) is not None}
         return out
 
-    def _rates_by_labels(self, metric, matchers, query, steps, start, end, ignoring) -> dict[tuple, dict[float, float]]:
+    def _rates_by_labels(
+        self, metric, matchers, query, steps, start, end, ignoring
+    ) -> dict[tuple, dict[float, float]]:
         out: dict[tuple, dict[float, float]] = {}
         for raw in self._select(metric, matchers, start - query.window, end):
             key = tuple(sorted((k, v) for k, v in raw.labels.items() if k not in ignoring))
             out[key] = {t: v for t in steps if (v := rate_at(raw, t, query.window)) is not None}
         return out
 
-    def _summed(self, metric: str, query: q.EvidenceQuery, steps, start, end, extra: tuple[str, ...] = ()) -> dict[tuple, dict[float, float]]:
+    def _summed(
+        self, metric: str, query: q.EvidenceQuery, steps, start, end, extra: tuple[str, ...] = ()
+    ) -> dict[tuple, dict[float, float]]:
         """`sum by (query.by + extra) (rate(metric[w]))`, per step."""
         by = (*extra, *query.by)
         out: dict[tuple, dict[float, float]] = defaultdict(dict)
@@ -310,4 +354,3 @@ def divide(a: float, b: float) -> float:
     if b == 0:
         return math.nan if a == 0 or math.isnan(a) else math.copysign(math.inf, a)
     return a / b
-

@@ -5,9 +5,10 @@ that is not JSON, comes out as `PrometheusError` with the URL and the reason, so
 record a gap instead of crashing. Retries are kept to one quick attempt: an incident page
 waiting on a dead Prometheus is worse than a gap that the next refresh fills.
 """
+
 from __future__ import annotations
 
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import requests
 from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
@@ -31,7 +32,9 @@ class PrometheusSource:
 
     def __init__(self, url: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
         self.url = url.rstrip("/")
-        retry = Retry(total=1, connect=0, backoff_factor=0.2, status_forcelist=(502, 503, 504), allowed_methods=None)
+        retry = Retry(
+            total=1, connect=0, backoff_factor=0.2, status_forcelist=(502, 503, 504), allowed_methods=None
+        )
         self._client = PrometheusConnect(url=self.url, retry=retry, timeout=timeout)
 
     def close(self) -> None:
@@ -42,20 +45,24 @@ class PrometheusSource:
         try:
             result = self._client.custom_query_range(
                 query=promql,
-                start_time=datetime.fromtimestamp(start, timezone.utc),
-                end_time=datetime.fromtimestamp(end, timezone.utc),
+                start_time=datetime.fromtimestamp(start, UTC),
+                end_time=datetime.fromtimestamp(end, UTC),
                 step=f"{step:g}",
             )
         except (requests.ConnectionError, requests.Timeout) as exc:
-            raise PrometheusError(f"Prometheus at {self.url} is unreachable: {type(exc).__name__}", unreachable=True) from exc
+            raise PrometheusError(
+                f"Prometheus at {self.url} is unreachable: {type(exc).__name__}", unreachable=True
+            ) from exc
         except PrometheusApiClientException as exc:
             raise PrometheusError(f"Prometheus at {self.url} refused the query: {str(exc)[:500]}") from exc
         except (requests.RequestException, ValueError, KeyError, TypeError) as exc:
             raise PrometheusError(f"Prometheus at {self.url} answered unreadably: {exc}"[:600]) from exc
         try:
             return [
-                RangeSeries({k: v for k, v in item.get("metric", {}).items() if k != "__name__"},
-                            [(float(t), float(v)) for t, v in item.get("values", [])])
+                RangeSeries(
+                    {k: v for k, v in item.get("metric", {}).items() if k != "__name__"},
+                    [(float(t), float(v)) for t, v in item.get("values", [])],
+                )
                 for item in result
             ]
         except (AttributeError, TypeError, ValueError) as exc:

@@ -14,6 +14,7 @@ gauges. The same `EvidenceQuery` renders as PromQL and is evaluated by `local.py
 Prometheus' own semantics (5-minute lookback, extrapolated rate, bucket interpolation), so both
 sources answer with the same series.
 """
+
 from __future__ import annotations
 
 import re
@@ -32,17 +33,33 @@ MIN_RATE_WINDOW = 120.0
 
 # Kinds: how a metric becomes a series.
 GAUGE, RATE, QUANTILE, SPREAD, MEAN, FRACTION_OF_SUM, DIVIDE = (
-    "gauge", "rate", "quantile", "spread", "mean", "fraction_of_sum", "divide")
+    "gauge",
+    "rate",
+    "quantile",
+    "spread",
+    "mean",
+    "fraction_of_sum",
+    "divide",
+)
 
 # Bands read from histograms, and how. Latency SLOs are per model (what clients see).
-HISTOGRAM_BANDS = {"ttft_p99": (QUANTILE, 0.99), "tpot_p99": (QUANTILE, 0.99), "itl_jitter": (SPREAD, 0.99),
-                   "queue_wait": (MEAN, None)}
+HISTOGRAM_BANDS = {
+    "ttft_p99": (QUANTILE, 0.99),
+    "tpot_p99": (QUANTILE, 0.99),
+    "itl_jitter": (SPREAD, 0.99),
+    "queue_wait": (MEAN, None),
+}
 # Metrics listed by a band that cannot be read in the band's unit: a running-request count is
 # not a fill ratio, and Triton's queue counter is cumulative microseconds without its request count.
-NOT_IN_BAND_UNIT = {"batch_fill": {"vllm:num_requests_running"}, "queue_wait": {"nv_inference_queue_duration_us"}}
+NOT_IN_BAND_UNIT = {
+    "batch_fill": {"vllm:num_requests_running"},
+    "queue_wait": {"nv_inference_queue_duration_us"},
+}
 # vLLM renames: the old name is read only when the new one answers nothing (0.9.2 exports both).
-RENAMED = {"vllm:gpu_cache_usage_perc": "vllm:kv_cache_usage_perc",
-           "vllm:time_per_output_token_seconds": "vllm:inter_token_latency_seconds"}
+RENAMED = {
+    "vllm:gpu_cache_usage_perc": "vllm:kv_cache_usage_perc",
+    "vllm:time_per_output_token_seconds": "vllm:inter_token_latency_seconds",
+}
 EXTRA_BAND_SERIES = {"itl_jitter": ("vllm:time_per_output_token_seconds",)}
 # Signals without a band: (signal, kind, metric, extra matchers, level).
 UNBANDED = (
@@ -50,18 +67,36 @@ UNBANDED = (
     ("queue_depth", GAUGE, "sglang:num_queue_reqs", (), "pod"),
     ("preemptions", RATE, "vllm:num_preemptions_total", (), "pod"),
     ("restarts", GAUGE, "kube_pod_container_status_restarts_total", (), "pod"),
-    ("oom_killed", GAUGE, "kube_pod_container_status_last_terminated_reason", (("reason", "=", "OOMKilled"),), "pod"),
+    (
+        "oom_killed",
+        GAUGE,
+        "kube_pod_container_status_last_terminated_reason",
+        (("reason", "=", "OOMKilled"),),
+        "pod",
+    ),
 )
 # Which signals an incident gets: the cascade's core always, the rest by failure mode.
-CORE_SIGNALS = ("kv_pool_usage", "framebuffer_headroom", "framebuffer_ratio", "kv_fragmentation", "queue_depth",
-                "queue_wait", "ttft_p99", "preemptions", "restarts", "oom_killed")
+CORE_SIGNALS = (
+    "kv_pool_usage",
+    "framebuffer_headroom",
+    "framebuffer_ratio",
+    "kv_fragmentation",
+    "queue_depth",
+    "queue_wait",
+    "ttft_p99",
+    "preemptions",
+    "restarts",
+    "oom_killed",
+)
 # Disk and filesystem alerts (node-exporter's NodeFilesystemSpaceFillingUp, HostDiskWillFillIn4Hours,
 # kubelet's KubePersistentVolumeFillingUp): the catalog has no failure mode for a filling disk (they
 # classify as `other`), so evidence tells them by their labels and names (`disk_alert`) and counts
 # them as DISK, which asks for the filesystems and volumes they watch rather than GPU and engine series.
 DISK = "disk"
 DISK_LABELS = ("mountpoint", "persistentvolumeclaim")
-DISK_WORDS = re.compile(r"disk|file ?system|persistent ?volume|out ?of ?space|node_filesystem_|kubelet_volume_stats_", re.I)
+DISK_WORDS = re.compile(
+    r"disk|file ?system|persistent ?volume|out ?of ?space|node_filesystem_|kubelet_volume_stats_", re.I
+)
 # (signal, metric, level): node-exporter's filesystems by node and mountpoint, kubelet's volume
 # stats by claim. Gauges in bytes; free over size is what the alerts compare.
 DISK_SERIES = (
@@ -71,8 +106,12 @@ DISK_SERIES = (
     ("volume_capacity_bytes", "kubelet_volume_stats_capacity_bytes", "volume"),
 )
 MODE_SIGNALS = {
-    "slo_tpot": ("tpot_p99",), "slo_itl": ("itl_jitter",), "preemption": ("itl_jitter",),
-    "spec_decode": ("spec_acceptance",), "queueing": ("batch_fill",), "timeout": ("tpot_p99",),
+    "slo_tpot": ("tpot_p99",),
+    "slo_itl": ("itl_jitter",),
+    "preemption": ("itl_jitter",),
+    "spec_decode": ("spec_acceptance",),
+    "queueing": ("batch_fill",),
+    "timeout": ("tpot_p99",),
     DISK: tuple(signal for signal, _, _ in DISK_SERIES),
 }
 GPU_METRIC = re.compile(r"^DCGM_")
@@ -89,14 +128,20 @@ class Scope:
     deployments: frozenset[str] = frozenset()
     models: frozenset[str] = frozenset()
     nodes: frozenset[str] = frozenset()
-    instances: frozenset[str] = frozenset()  # node-exporter targets of filesystem alerts (those with a mountpoint)
+    instances: frozenset[str] = (
+        frozenset()
+    )  # node-exporter targets of filesystem alerts (those with a mountpoint)
     mountpoints: frozenset[str] = frozenset()
     volume_claims: frozenset[str] = frozenset()
-    filesystem_nodes: frozenset[str] = frozenset()  # nodes of alerts about no volume claim (a claim's node is its kubelet's)
+    filesystem_nodes: frozenset[str] = (
+        frozenset()
+    )  # nodes of alerts about no volume claim (a claim's node is its kubelet's)
 
     @property
     def empty(self) -> bool:
-        return not (self.pods or self.deployments or self.models or self.nodes or self.instances or self.volume_claims)
+        return not (
+            self.pods or self.deployments or self.models or self.nodes or self.instances or self.volume_claims
+        )
 
     def pod_regex(self) -> str:
         parts = [f"{regex_escape(d)}-.*" for d in sorted(self.deployments)]
@@ -140,8 +185,10 @@ class EvidenceQuery:
             return high if self.kind == QUANTILE else f"{high} - histogram_quantile(0.5, {inner})"
         if self.kind == MEAN:
             by = ", ".join(self.by)
-            return (f"sum by ({by}) (rate({selector(self.metric + '_sum', self.matchers)}[{w}])) / "
-                    f"sum by ({by}) (rate({selector(self.metric + '_count', self.matchers)}[{w}]))")
+            return (
+                f"sum by ({by}) (rate({selector(self.metric + '_sum', self.matchers)}[{w}])) / "
+                f"sum by ({by}) (rate({selector(self.metric + '_count', self.matchers)}[{w}]))"
+            )
         if self.kind == FRACTION_OF_SUM:
             a, b = selector(self.metric, self.matchers), selector(self.other, self.matchers)
             return f"{a} / ({a} + {b})"
@@ -159,8 +206,13 @@ def incident_scope(alert_labels: Iterable[dict[str, str]]) -> Scope:
     instances, mountpoints, claims, filesystem_nodes = set(), set(), set(), set()
     for labels in alert_labels:
         place = scope_of(labels)
-        for bucket, value in ((namespaces, place.namespace), (pods, place.pod), (deployments, place.deployment),
-                              (models, place.model), (nodes, place.node)):
+        for bucket, value in (
+            (namespaces, place.namespace),
+            (pods, place.pod),
+            (deployments, place.deployment),
+            (models, place.model),
+            (nodes, place.node),
+        ):
             if value:
                 bucket.add(value)
         if labels.get("mountpoint"):
@@ -171,11 +223,22 @@ def incident_scope(alert_labels: Iterable[dict[str, str]]) -> Scope:
             claims.add(labels["persistentvolumeclaim"])
         elif place.node:
             filesystem_nodes.add(place.node)
-    return Scope(frozenset(namespaces), frozenset(pods), frozenset(deployments), frozenset(models), frozenset(nodes),
-                 frozenset(instances), frozenset(mountpoints), frozenset(claims), frozenset(filesystem_nodes))
+    return Scope(
+        frozenset(namespaces),
+        frozenset(pods),
+        frozenset(deployments),
+        frozenset(models),
+        frozenset(nodes),
+        frozenset(instances),
+        frozenset(mountpoints),
+        frozenset(claims),
+        frozenset(filesystem_nodes),
+    )
 
 
-def disk_alert(name: str, labels: Mapping[str, str], failure_mode: str | None, generator_url: str = "") -> bool:
+def disk_alert(
+    name: str, labels: Mapping[str, str], failure_mode: str | None, generator_url: str = ""
+) -> bool:
     """A filesystem or volume alert: it carries a mountpoint or a claim, or the catalog left it
     unclassified and its name or rule expression is about disks (NodeDiskFilling, "Node disk
     almost full"). A mode the catalog did give it wins over words in its name
@@ -184,7 +247,9 @@ def disk_alert(name: str, labels: Mapping[str, str], failure_mode: str | None, g
         return True
     if failure_mode not in (None, "", "other", "unknown"):
         return False
-    return bool(DISK_WORDS.search(name) or (generator_url and DISK_WORDS.search(rule_expressions(generator_url))))
+    return bool(
+        DISK_WORDS.search(name) or (generator_url and DISK_WORDS.search(rule_expressions(generator_url)))
+    )
 
 
 def signals_for(failure_modes: Iterable[str]) -> list[str]:
@@ -214,7 +279,9 @@ def plan(scope: Scope, failure_modes: Sequence[str], catalog: Catalog, *, step: 
         for name, metric, level in DISK_SERIES:
             if name == signal:
                 previous = ""
-                for matchers in disk_matchers(scope, level):  # later ones only when the one before found nothing
+                for matchers in disk_matchers(
+                    scope, level
+                ):  # later ones only when the one before found nothing
                     query = EvidenceQuery(name, GAUGE, metric, matchers, window=window, fallback_of=previous)
                     queries.append(query)
                     previous = query.promql
@@ -275,19 +342,39 @@ def first_promql(band: Band, metric: str, scope: Scope, window: float) -> str:
     return ""
 
 
-def band_query(band: Band, metric: str, own: tuple[Matcher, ...], rest: list, matchers: tuple[Matcher, ...],
-               window: float) -> EvidenceQuery | None:
+def band_query(
+    band: Band,
+    metric: str,
+    own: tuple[Matcher, ...],
+    rest: list,
+    matchers: tuple[Matcher, ...],
+    window: float,
+) -> EvidenceQuery | None:
     if band.name in HISTOGRAM_BANDS and not rest:
         kind, quantile = HISTOGRAM_BANDS[band.name]
-        return EvidenceQuery(band.name, kind, metric, matchers + own, quantile=quantile or 0.99, by=MODEL_BY, window=window)
+        return EvidenceQuery(
+            band.name, kind, metric, matchers + own, quantile=quantile or 0.99, by=MODEL_BY, window=window
+        )
     if not rest:
-        return EvidenceQuery(band.name, RATE if metric.endswith("_total") else GAUGE, metric, matchers + own, window=window)
+        return EvidenceQuery(
+            band.name, RATE if metric.endswith("_total") else GAUGE, metric, matchers + own, window=window
+        )
     if len(rest) == 2 and rest[0][0] == metric:  # A / (A + B)
-        return EvidenceQuery(band.name, FRACTION_OF_SUM, metric, matchers + own, other=rest[1][0], window=window)
+        return EvidenceQuery(
+            band.name, FRACTION_OF_SUM, metric, matchers + own, other=rest[1][0], window=window
+        )
     if len(rest) == 1:
         other, other_own = rest[0]
-        return EvidenceQuery(band.name, DIVIDE, metric, matchers + own, other=other, other_matchers=matchers + other_own,
-                             window=window, metric_matchers=own)
+        return EvidenceQuery(
+            band.name,
+            DIVIDE,
+            metric,
+            matchers + own,
+            other=other,
+            other_matchers=matchers + other_own,
+            window=window,
+            metric_matchers=own,
+        )
     return None
 
 
@@ -300,8 +387,10 @@ def parse_series(expression: str) -> list[tuple[str, tuple[Matcher, ...]]] | Non
         found = _SELECTOR.fullmatch(part)
         if not found:
             return None
-        own = tuple((label, op, value.replace('\\"', '"').replace("\\\\", "\\"))
-                    for label, op, value in _MATCHER.findall((found.group(2) or "{}")[1:-1]))
+        own = tuple(
+            (label, op, value.replace('\\"', '"').replace("\\\\", "\\"))
+            for label, op, value in _MATCHER.findall((found.group(2) or "{}")[1:-1])
+        )
         terms.append((found.group(1), own))
     return terms or None
 

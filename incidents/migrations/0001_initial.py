@@ -5,88 +5,177 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     initial = True
 
-    dependencies = [
-    ]
+    dependencies = []
 
     operations = [
         migrations.CreateModel(
-            name='Integration',
+            name="Integration",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('alertmanager', 'Alertmanager'), ('grafana', 'Grafana'), ('events', 'Events')], max_length=20)),
-                ('name', models.CharField(max_length=200, unique=True)),
-                ('token_digest', models.CharField(max_length=64, unique=True)),
-                ('rate_limit', models.FloatField(blank=True, help_text='alerts per second; empty: no limit', null=True)),
-                ('is_active', models.BooleanField(default=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("alertmanager", "Alertmanager"),
+                            ("grafana", "Grafana"),
+                            ("events", "Events"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("name", models.CharField(max_length=200, unique=True)),
+                ("token_digest", models.CharField(max_length=64, unique=True)),
+                (
+                    "rate_limit",
+                    models.FloatField(blank=True, help_text="alerts per second; empty: no limit", null=True),
+                ),
+                ("is_active", models.BooleanField(default=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'constraints': [models.CheckConstraint(condition=models.Q(('rate_limit__isnull', True), ('rate_limit__gt', 0), _connector='OR'), name='rate_limit_positive')],
+                "constraints": [
+                    models.CheckConstraint(
+                        condition=models.Q(
+                            ("rate_limit__isnull", True), ("rate_limit__gt", 0), _connector="OR"
+                        ),
+                        name="rate_limit_positive",
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='Delivery',
+            name="Delivery",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('received_at', models.DateTimeField(db_index=True)),
-                ('status', models.CharField(choices=[('pending', 'Pending'), ('processed', 'Processed'), ('rejected', 'Rejected'), ('too_large', 'Too Large'), ('throttled', 'Throttled'), ('failed', 'Failed')], default='pending', max_length=20)),
-                ('body', models.BinaryField(blank=True, default=b'')),
-                ('body_digest', models.CharField(blank=True, default='', max_length=64)),
-                ('size', models.PositiveBigIntegerField(default=0)),
-                ('headers', models.JSONField(blank=True, default=dict)),
-                ('accepted', models.PositiveIntegerField(default=0)),
-                ('rejected', models.JSONField(blank=True, default=list, help_text='[{path, error}] of alerts that could not be read')),
-                ('error', models.TextField(blank=True, default='')),
-                ('attempts', models.PositiveIntegerField(default=0)),
-                ('processed_at', models.DateTimeField(blank=True, null=True)),
-                ('integration', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='deliveries', to='incidents.integration')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("received_at", models.DateTimeField(db_index=True)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("pending", "Pending"),
+                            ("processed", "Processed"),
+                            ("rejected", "Rejected"),
+                            ("too_large", "Too Large"),
+                            ("throttled", "Throttled"),
+                            ("failed", "Failed"),
+                        ],
+                        default="pending",
+                        max_length=20,
+                    ),
+                ),
+                ("body", models.BinaryField(blank=True, default=b"")),
+                ("body_digest", models.CharField(blank=True, default="", max_length=64)),
+                ("size", models.PositiveBigIntegerField(default=0)),
+                ("headers", models.JSONField(blank=True, default=dict)),
+                ("accepted", models.PositiveIntegerField(default=0)),
+                (
+                    "rejected",
+                    models.JSONField(
+                        blank=True, default=list, help_text="[{path, error}] of alerts that could not be read"
+                    ),
+                ),
+                ("error", models.TextField(blank=True, default="")),
+                ("attempts", models.PositiveIntegerField(default=0)),
+                ("processed_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "integration",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="deliveries",
+                        to="incidents.integration",
+                    ),
+                ),
             ],
             options={
-                'verbose_name_plural': 'deliveries',
+                "verbose_name_plural": "deliveries",
             },
         ),
         migrations.CreateModel(
-            name='Alert',
+            name="Alert",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('fingerprint', models.CharField(max_length=255)),
-                ('starts_at', models.DateTimeField()),
-                ('ends_at', models.DateTimeField(blank=True, null=True)),
-                ('status', models.CharField(choices=[('firing', 'Firing'), ('resolved', 'Resolved')], max_length=10)),
-                ('kind', models.CharField(choices=[('alert', 'Alert'), ('change', 'Change')], default='alert', max_length=10)),
-                ('alertname', models.CharField(blank=True, db_index=True, default='', max_length=255)),
-                ('labels', models.JSONField(default=dict)),
-                ('annotations', models.JSONField(blank=True, default=dict)),
-                ('generator_url', models.TextField(blank=True, default='')),
-                ('received_at', models.DateTimeField()),
-                ('layer', models.CharField(blank=True, max_length=20, null=True)),
-                ('failure_mode', models.CharField(blank=True, max_length=30, null=True)),
-                ('false_positive', models.BooleanField(default=False)),
-                ('first_delivery', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='incidents.delivery')),
-                ('integration', models.ForeignKey(on_delete=django.db.models.deletion.PROTECT, related_name='alerts', to='incidents.integration')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("fingerprint", models.CharField(max_length=255)),
+                ("starts_at", models.DateTimeField()),
+                ("ends_at", models.DateTimeField(blank=True, null=True)),
+                (
+                    "status",
+                    models.CharField(choices=[("firing", "Firing"), ("resolved", "Resolved")], max_length=10),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[("alert", "Alert"), ("change", "Change")], default="alert", max_length=10
+                    ),
+                ),
+                ("alertname", models.CharField(blank=True, db_index=True, default="", max_length=255)),
+                ("labels", models.JSONField(default=dict)),
+                ("annotations", models.JSONField(blank=True, default=dict)),
+                ("generator_url", models.TextField(blank=True, default="")),
+                ("received_at", models.DateTimeField()),
+                ("layer", models.CharField(blank=True, max_length=20, null=True)),
+                ("failure_mode", models.CharField(blank=True, max_length=30, null=True)),
+                ("false_positive", models.BooleanField(default=False)),
+                (
+                    "first_delivery",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="incidents.delivery",
+                    ),
+                ),
+                (
+                    "integration",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.PROTECT,
+                        related_name="alerts",
+                        to="incidents.integration",
+                    ),
+                ),
             ],
         ),
         migrations.AddIndex(
-            model_name='delivery',
-            index=models.Index(fields=['status', 'received_at'], name='delivery_status_idx'),
+            model_name="delivery",
+            index=models.Index(fields=["status", "received_at"], name="delivery_status_idx"),
         ),
         migrations.AddConstraint(
-            model_name='delivery',
-            constraint=models.UniqueConstraint(condition=models.Q(('body_digest', ''), _negated=True), fields=('integration', 'body_digest'), name='delivery_body_once'),
+            model_name="delivery",
+            constraint=models.UniqueConstraint(
+                condition=models.Q(("body_digest", ""), _negated=True),
+                fields=("integration", "body_digest"),
+                name="delivery_body_once",
+            ),
         ),
         migrations.AddIndex(
-            model_name='alert',
-            index=models.Index(fields=['starts_at'], name='alert_starts_idx'),
+            model_name="alert",
+            index=models.Index(fields=["starts_at"], name="alert_starts_idx"),
         ),
         migrations.AddIndex(
-            model_name='alert',
-            index=models.Index(fields=['fingerprint', 'status'], name='alert_fp_status_idx'),
+            model_name="alert",
+            index=models.Index(fields=["fingerprint", "status"], name="alert_fp_status_idx"),
         ),
         migrations.AddConstraint(
-            model_name='alert',
-            constraint=models.UniqueConstraint(fields=('fingerprint', 'starts_at'), name='alert_occurrence_unique'),
+            model_name="alert",
+            constraint=models.UniqueConstraint(
+                fields=("fingerprint", "starts_at"), name="alert_occurrence_unique"
+            ),
         ),
     ]

@@ -6,183 +6,362 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('incidents', '0002_roles'),
+        ("incidents", "0002_roles"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='CorrelationLock',
+            name="CorrelationLock",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('key', models.CharField(max_length=255, unique=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("key", models.CharField(max_length=255, unique=True)),
             ],
         ),
         migrations.CreateModel(
-            name='IncidentAction',
+            name="IncidentAction",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('action', models.CharField(max_length=30)),
-                ('at', models.DateTimeField()),
-                ('body', models.JSONField(blank=True, default=dict)),
-                ('replay_key', models.CharField(blank=True, help_text='set by import_actions so that a second import changes nothing', max_length=64, null=True, unique=True)),
-                ('recorded_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("action", models.CharField(max_length=30)),
+                ("at", models.DateTimeField()),
+                ("body", models.JSONField(blank=True, default=dict)),
+                (
+                    "replay_key",
+                    models.CharField(
+                        blank=True,
+                        help_text="set by import_actions so that a second import changes nothing",
+                        max_length=64,
+                        null=True,
+                        unique=True,
+                    ),
+                ),
+                ("recorded_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['at', 'id'],
+                "ordering": ["at", "id"],
             },
         ),
         migrations.CreateModel(
-            name='IncidentEdge',
+            name="IncidentEdge",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('rule', models.CharField(max_length=200)),
-                ('lag_seconds', models.FloatField()),
-                ('relation', models.CharField(blank=True, default='', max_length=60)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("rule", models.CharField(max_length=200)),
+                ("lag_seconds", models.FloatField()),
+                ("relation", models.CharField(blank=True, default="", max_length=60)),
             ],
         ),
         migrations.CreateModel(
-            name='RootCandidate',
+            name="RootCandidate",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('rank', models.PositiveSmallIntegerField()),
-                ('confidence', models.FloatField()),
-                ('explanation', models.TextField()),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("rank", models.PositiveSmallIntegerField()),
+                ("confidence", models.FloatField()),
+                ("explanation", models.TextField()),
             ],
             options={
-                'ordering': ['rank'],
+                "ordering": ["rank"],
             },
         ),
         migrations.AddField(
-            model_name='alert',
-            name='classified_by',
-            field=models.CharField(blank=True, default='', max_length=40),
+            model_name="alert",
+            name="classified_by",
+            field=models.CharField(blank=True, default="", max_length=40),
         ),
         migrations.AddField(
-            model_name='alert',
-            name='correlated',
-            field=models.BooleanField(default=False, help_text='seen by a correlation run since it last changed'),
+            model_name="alert",
+            name="correlated",
+            field=models.BooleanField(
+                default=False, help_text="seen by a correlation run since it last changed"
+            ),
         ),
         migrations.AddField(
-            model_name='alert',
-            name='correlation_key',
-            field=models.CharField(blank=True, default='', help_text='the cluster: correlation is serialised per key', max_length=255),
+            model_name="alert",
+            name="correlation_key",
+            field=models.CharField(
+                blank=True,
+                default="",
+                help_text="the cluster: correlation is serialised per key",
+                max_length=255,
+            ),
         ),
         migrations.AddField(
-            model_name='alert',
-            name='onset',
-            field=models.DateTimeField(blank=True, help_text='when the condition began, inferred by the engine', null=True),
+            model_name="alert",
+            name="onset",
+            field=models.DateTimeField(
+                blank=True, help_text="when the condition began, inferred by the engine", null=True
+            ),
         ),
         migrations.CreateModel(
-            name='Decision',
+            name="Decision",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('kind', models.CharField(choices=[('merge', 'Merge'), ('split', 'Split'), ('exclude', 'Exclude'), ('false_positive', 'False Positive')], max_length=20)),
-                ('alert_keys', models.JSONField(help_text='occurrence keys (fingerprint@startsAt) the decision names')),
-                ('correlation_key', models.CharField(blank=True, db_index=True, default='', max_length=255)),
-                ('at', models.DateTimeField()),
-                ('by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "kind",
+                    models.CharField(
+                        choices=[
+                            ("merge", "Merge"),
+                            ("split", "Split"),
+                            ("exclude", "Exclude"),
+                            ("false_positive", "False Positive"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "alert_keys",
+                    models.JSONField(help_text="occurrence keys (fingerprint@startsAt) the decision names"),
+                ),
+                ("correlation_key", models.CharField(blank=True, db_index=True, default="", max_length=255)),
+                ("at", models.DateTimeField()),
+                (
+                    "by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
             ],
             options={
-                'ordering': ['at', 'id'],
+                "ordering": ["at", "id"],
             },
         ),
         migrations.CreateModel(
-            name='Incident',
+            name="Incident",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('title', models.CharField(blank=True, default='', max_length=500)),
-                ('status', models.CharField(choices=[('open', 'Open'), ('acknowledged', 'Acknowledged'), ('mitigated', 'Mitigated'), ('resolved', 'Resolved')], default='open', max_length=20)),
-                ('severity', models.CharField(choices=[('critical', 'Critical'), ('warning', 'Warning'), ('info', 'Info')], default='warning', max_length=10)),
-                ('severity_by_human', models.BooleanField(default=False)),
-                ('correlation_key', models.CharField(blank=True, db_index=True, default='', max_length=255)),
-                ('started_at', models.DateTimeField()),
-                ('last_alert_at', models.DateTimeField(blank=True, null=True)),
-                ('acknowledged_at', models.DateTimeField(blank=True, null=True)),
-                ('mitigated_at', models.DateTimeField(blank=True, null=True)),
-                ('resolved_at', models.DateTimeField(blank=True, null=True)),
-                ('resolved_by_human', models.BooleanField(default=False)),
-                ('reopened_by_human', models.BooleanField(default=False, help_text='reopened by a person: alerts alone no longer resolve it')),
-                ('degradation', models.CharField(choices=[('none', 'None'), ('L1', 'L1'), ('L2', 'L2'), ('L3', 'L3')], default='none', max_length=5)),
-                ('scope', models.JSONField(blank=True, default=dict)),
-                ('layers', models.JSONField(blank=True, default=list)),
-                ('failure_modes', models.JSONField(blank=True, default=list)),
-                ('root_confidence', models.FloatField(blank=True, null=True)),
-                ('root_explanation', models.TextField(blank=True, default='')),
-                ('chain', models.JSONField(blank=True, default=list, help_text='alert ids, cause before effect')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('updated_at', models.DateTimeField(auto_now=True)),
-                ('assignee', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('merged_into', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='merged', to='incidents.incident')),
-                ('root_alert', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='incidents.alert')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("title", models.CharField(blank=True, default="", max_length=500)),
+                (
+                    "status",
+                    models.CharField(
+                        choices=[
+                            ("open", "Open"),
+                            ("acknowledged", "Acknowledged"),
+                            ("mitigated", "Mitigated"),
+                            ("resolved", "Resolved"),
+                        ],
+                        default="open",
+                        max_length=20,
+                    ),
+                ),
+                (
+                    "severity",
+                    models.CharField(
+                        choices=[("critical", "Critical"), ("warning", "Warning"), ("info", "Info")],
+                        default="warning",
+                        max_length=10,
+                    ),
+                ),
+                ("severity_by_human", models.BooleanField(default=False)),
+                ("correlation_key", models.CharField(blank=True, db_index=True, default="", max_length=255)),
+                ("started_at", models.DateTimeField()),
+                ("last_alert_at", models.DateTimeField(blank=True, null=True)),
+                ("acknowledged_at", models.DateTimeField(blank=True, null=True)),
+                ("mitigated_at", models.DateTimeField(blank=True, null=True)),
+                ("resolved_at", models.DateTimeField(blank=True, null=True)),
+                ("resolved_by_human", models.BooleanField(default=False)),
+                (
+                    "reopened_by_human",
+                    models.BooleanField(
+                        default=False, help_text="reopened by a person: alerts alone no longer resolve it"
+                    ),
+                ),
+                (
+                    "degradation",
+                    models.CharField(
+                        choices=[("none", "None"), ("L1", "L1"), ("L2", "L2"), ("L3", "L3")],
+                        default="none",
+                        max_length=5,
+                    ),
+                ),
+                ("scope", models.JSONField(blank=True, default=dict)),
+                ("layers", models.JSONField(blank=True, default=list)),
+                ("failure_modes", models.JSONField(blank=True, default=list)),
+                ("root_confidence", models.FloatField(blank=True, null=True)),
+                ("root_explanation", models.TextField(blank=True, default="")),
+                (
+                    "chain",
+                    models.JSONField(blank=True, default=list, help_text="alert ids, cause before effect"),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                ("updated_at", models.DateTimeField(auto_now=True)),
+                (
+                    "assignee",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "merged_into",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="merged",
+                        to="incidents.incident",
+                    ),
+                ),
+                (
+                    "root_alert",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to="incidents.alert",
+                    ),
+                ),
             ],
         ),
         migrations.AddField(
-            model_name='alert',
-            name='incident',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='alerts', to='incidents.incident'),
+            model_name="alert",
+            name="incident",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="alerts",
+                to="incidents.incident",
+            ),
         ),
         migrations.AddIndex(
-            model_name='alert',
-            index=models.Index(fields=['correlation_key', 'starts_at'], name='alert_key_starts_idx'),
+            model_name="alert",
+            index=models.Index(fields=["correlation_key", "starts_at"], name="alert_key_starts_idx"),
         ),
         migrations.AddField(
-            model_name='incidentaction',
-            name='alert',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='incidents.alert'),
+            model_name="incidentaction",
+            name="alert",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to="incidents.alert",
+            ),
         ),
         migrations.AddField(
-            model_name='incidentaction',
-            name='by',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL),
+            model_name="incidentaction",
+            name="by",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to=settings.AUTH_USER_MODEL,
+            ),
         ),
         migrations.AddField(
-            model_name='incidentaction',
-            name='incident',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='actions', to='incidents.incident'),
+            model_name="incidentaction",
+            name="incident",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="actions", to="incidents.incident"
+            ),
         ),
         migrations.AddField(
-            model_name='decision',
-            name='action',
-            field=models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='decisions', to='incidents.incidentaction'),
+            model_name="decision",
+            name="action",
+            field=models.ForeignKey(
+                blank=True,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="decisions",
+                to="incidents.incidentaction",
+            ),
         ),
         migrations.AddField(
-            model_name='incidentedge',
-            name='cause',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='incidents.alert'),
+            model_name="incidentedge",
+            name="cause",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="+", to="incidents.alert"
+            ),
         ),
         migrations.AddField(
-            model_name='incidentedge',
-            name='effect',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='incidents.alert'),
+            model_name="incidentedge",
+            name="effect",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="+", to="incidents.alert"
+            ),
         ),
         migrations.AddField(
-            model_name='incidentedge',
-            name='incident',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='edges', to='incidents.incident'),
+            model_name="incidentedge",
+            name="incident",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="edges", to="incidents.incident"
+            ),
         ),
         migrations.AddField(
-            model_name='rootcandidate',
-            name='alert',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='+', to='incidents.alert'),
+            model_name="rootcandidate",
+            name="alert",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE, related_name="+", to="incidents.alert"
+            ),
         ),
         migrations.AddField(
-            model_name='rootcandidate',
-            name='incident',
-            field=models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='root_candidates', to='incidents.incident'),
+            model_name="rootcandidate",
+            name="incident",
+            field=models.ForeignKey(
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="root_candidates",
+                to="incidents.incident",
+            ),
         ),
         migrations.AddIndex(
-            model_name='incident',
-            index=models.Index(fields=['status', 'started_at'], name='incident_status_idx'),
+            model_name="incident",
+            index=models.Index(fields=["status", "started_at"], name="incident_status_idx"),
         ),
         migrations.AddConstraint(
-            model_name='incident',
-            constraint=models.CheckConstraint(condition=models.Q(('root_confidence__isnull', True), models.Q(('root_confidence__gte', 0), ('root_confidence__lte', 1)), _connector='OR'), name='root_confidence_in_unit_range'),
+            model_name="incident",
+            constraint=models.CheckConstraint(
+                condition=models.Q(
+                    ("root_confidence__isnull", True),
+                    models.Q(("root_confidence__gte", 0), ("root_confidence__lte", 1)),
+                    _connector="OR",
+                ),
+                name="root_confidence_in_unit_range",
+            ),
         ),
         migrations.AddConstraint(
-            model_name='incident',
-            constraint=models.CheckConstraint(condition=models.Q(('merged_into', models.F('id')), _negated=True), name='incident_not_merged_into_itself'),
+            model_name="incident",
+            constraint=models.CheckConstraint(
+                condition=models.Q(("merged_into", models.F("id")), _negated=True),
+                name="incident_not_merged_into_itself",
+            ),
         ),
     ]

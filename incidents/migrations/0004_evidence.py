@@ -6,80 +6,165 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('incidents', '0003_incidents'),
+        ("incidents", "0003_incidents"),
         migrations.swappable_dependency(settings.AUTH_USER_MODEL),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='LocalSeries',
+            name="LocalSeries",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('metric', models.CharField(max_length=255)),
-                ('labels', models.JSONField(default=dict)),
-                ('labels_key', models.CharField(max_length=64)),
-                ('start', models.DateTimeField()),
-                ('end', models.DateTimeField()),
-                ('points', models.BinaryField()),
-                ('point_count', models.PositiveIntegerField(default=0)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("metric", models.CharField(max_length=255)),
+                ("labels", models.JSONField(default=dict)),
+                ("labels_key", models.CharField(max_length=64)),
+                ("start", models.DateTimeField()),
+                ("end", models.DateTimeField()),
+                ("points", models.BinaryField()),
+                ("point_count", models.PositiveIntegerField(default=0)),
             ],
             options={
-                'indexes': [models.Index(fields=['metric', 'start', 'end'], name='local_series_span_idx')],
-                'constraints': [models.UniqueConstraint(fields=('metric', 'labels_key'), name='local_series_unique')],
+                "indexes": [models.Index(fields=["metric", "start", "end"], name="local_series_span_idx")],
+                "constraints": [
+                    models.UniqueConstraint(fields=("metric", "labels_key"), name="local_series_unique")
+                ],
             },
         ),
         migrations.CreateModel(
-            name='EvidenceGap',
+            name="EvidenceGap",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('signal', models.CharField(max_length=100)),
-                ('error', models.TextField()),
-                ('since', models.DateTimeField()),
-                ('last_tried', models.DateTimeField()),
-                ('incident', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='evidence_gaps', to='incidents.incident')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("signal", models.CharField(max_length=100)),
+                ("error", models.TextField()),
+                ("since", models.DateTimeField()),
+                ("last_tried", models.DateTimeField()),
+                (
+                    "incident",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="evidence_gaps",
+                        to="incidents.incident",
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('incident', 'signal'), name='evidence_gap_unique')],
+                "constraints": [
+                    models.UniqueConstraint(fields=("incident", "signal"), name="evidence_gap_unique")
+                ],
             },
         ),
         migrations.CreateModel(
-            name='EvidenceSeries',
+            name="EvidenceSeries",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('signal', models.CharField(help_text='the catalog band or query it answers, e.g. kv_pool_usage', max_length=100)),
-                ('query', models.TextField(help_text='the PromQL (or imported metric name) it came from')),
-                ('labels', models.JSONField(default=dict)),
-                ('labels_key', models.CharField(help_text='sha256 of the sorted labels, for uniqueness', max_length=64)),
-                ('step_seconds', models.FloatField()),
-                ('start', models.DateTimeField()),
-                ('end', models.DateTimeField()),
-                ('points', models.BinaryField()),
-                ('point_count', models.PositiveIntegerField(default=0)),
-                ('source', models.CharField(choices=[('prometheus', 'Prometheus'), ('import', 'Import')], max_length=20)),
-                ('fetched_at', models.DateTimeField()),
-                ('incident', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='evidence', to='incidents.incident')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                (
+                    "signal",
+                    models.CharField(
+                        help_text="the catalog band or query it answers, e.g. kv_pool_usage", max_length=100
+                    ),
+                ),
+                ("query", models.TextField(help_text="the PromQL (or imported metric name) it came from")),
+                ("labels", models.JSONField(default=dict)),
+                (
+                    "labels_key",
+                    models.CharField(help_text="sha256 of the sorted labels, for uniqueness", max_length=64),
+                ),
+                ("step_seconds", models.FloatField()),
+                ("start", models.DateTimeField()),
+                ("end", models.DateTimeField()),
+                ("points", models.BinaryField()),
+                ("point_count", models.PositiveIntegerField(default=0)),
+                (
+                    "source",
+                    models.CharField(
+                        choices=[("prometheus", "Prometheus"), ("import", "Import")], max_length=20
+                    ),
+                ),
+                ("fetched_at", models.DateTimeField()),
+                (
+                    "incident",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="evidence",
+                        to="incidents.incident",
+                    ),
+                ),
             ],
             options={
-                'constraints': [models.UniqueConstraint(fields=('incident', 'signal', 'query', 'labels_key'), name='evidence_series_unique')],
+                "constraints": [
+                    models.UniqueConstraint(
+                        fields=("incident", "signal", "query", "labels_key"), name="evidence_series_unique"
+                    )
+                ],
             },
         ),
         migrations.CreateModel(
-            name='MatrixCell',
+            name="MatrixCell",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('layer', models.CharField(max_length=20)),
-                ('column', models.CharField(choices=[('direct_cause', 'Direct Cause'), ('system_defect', 'System Defect'), ('process_gap', 'Process Gap')], max_length=20)),
-                ('text', models.TextField(blank=True, default='')),
-                ('evidence', models.JSONField(default=list, help_text='[{kind, id}] with kind alert|threshold|action|change|catalog')),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
-                ('edited_by', models.ForeignKey(blank=True, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to=settings.AUTH_USER_MODEL)),
-                ('incident', models.ForeignKey(on_delete=django.db.models.deletion.CASCADE, related_name='matrix_cells', to='incidents.incident')),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("layer", models.CharField(max_length=20)),
+                (
+                    "column",
+                    models.CharField(
+                        choices=[
+                            ("direct_cause", "Direct Cause"),
+                            ("system_defect", "System Defect"),
+                            ("process_gap", "Process Gap"),
+                        ],
+                        max_length=20,
+                    ),
+                ),
+                ("text", models.TextField(blank=True, default="")),
+                (
+                    "evidence",
+                    models.JSONField(
+                        default=list, help_text="[{kind, id}] with kind alert|threshold|action|change|catalog"
+                    ),
+                ),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
+                (
+                    "edited_by",
+                    models.ForeignKey(
+                        blank=True,
+                        null=True,
+                        on_delete=django.db.models.deletion.SET_NULL,
+                        related_name="+",
+                        to=settings.AUTH_USER_MODEL,
+                    ),
+                ),
+                (
+                    "incident",
+                    models.ForeignKey(
+                        on_delete=django.db.models.deletion.CASCADE,
+                        related_name="matrix_cells",
+                        to="incidents.incident",
+                    ),
+                ),
             ],
             options={
-                'ordering': ['incident', 'layer', 'column', '-created_at', '-id'],
-                'indexes': [models.Index(fields=['incident', 'layer', 'column'], name='matrix_cell_idx')],
+                "ordering": ["incident", "layer", "column", "-created_at", "-id"],
+                "indexes": [models.Index(fields=["incident", "layer", "column"], name="matrix_cell_idx")],
             },
         ),
     ]

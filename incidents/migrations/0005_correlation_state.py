@@ -4,23 +4,26 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('incidents', '0004_evidence'),
+        ("incidents", "0004_evidence"),
     ]
 
     operations = [
         migrations.AlterModelOptions(
-            name='incidentedge',
-            options={'ordering': ['cause_id', 'effect_id', 'rule']},
+            name="incidentedge",
+            options={"ordering": ["cause_id", "effect_id", "rule"]},
         ),
         migrations.AddField(
-            model_name='correlationlock',
-            name='run_token',
-            field=models.CharField(blank=True, default='', max_length=32),
+            model_name="correlationlock",
+            name="run_token",
+            field=models.CharField(blank=True, default="", max_length=32),
         ),
         migrations.AddIndex(
-            model_name='alert',
-            index=models.Index(condition=models.Q(('correlated', False)), fields=['correlation_key', 'starts_at'], name='alert_uncorrelated_idx'),
+            model_name="alert",
+            index=models.Index(
+                condition=models.Q(("correlated", False)),
+                fields=["correlation_key", "starts_at"],
+                name="alert_uncorrelated_idx",
+            ),
         ),
     ]

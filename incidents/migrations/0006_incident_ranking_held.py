@@ -4,15 +4,17 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('incidents', '0005_correlation_state'),
+        ("incidents", "0005_correlation_state"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='incident',
-            name='ranking_held',
-            field=models.BooleanField(default=False, help_text='its alerts are current but its chain, root and edges wait for the next ranking (a big incident is ranked every few seconds during a storm)'),
+            model_name="incident",
+            name="ranking_held",
+            field=models.BooleanField(
+                default=False,
+                help_text="its alerts are current but its chain, root and edges wait for the next ranking (a big incident is ranked every few seconds during a storm)",
+            ),
         ),
     ]

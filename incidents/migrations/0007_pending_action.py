@@ -4,27 +4,50 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('incidents', '0006_incident_ranking_held'),
+        ("incidents", "0006_incident_ranking_held"),
     ]
 
     operations = [
         migrations.CreateModel(
-            name='PendingAction',
+            name="PendingAction",
             fields=[
-                ('id', models.BigAutoField(auto_created=True, primary_key=True, serialize=False, verbose_name='ID')),
-                ('line', models.JSONField()),
-                ('replay_key', models.CharField(help_text="the line's key, as its IncidentAction will have", max_length=64, unique=True)),
-                ('at', models.DateTimeField()),
-                ('source', models.CharField(blank=True, default='', help_text='FILE:LINE it was imported from', max_length=300)),
-                ('waiting_for', models.TextField(blank=True, default='')),
-                ('error', models.TextField(blank=True, default='', help_text='why it could not be applied once its alerts were there')),
-                ('failed_at', models.DateTimeField(blank=True, null=True)),
-                ('created_at', models.DateTimeField(auto_now_add=True)),
+                (
+                    "id",
+                    models.BigAutoField(
+                        auto_created=True, primary_key=True, serialize=False, verbose_name="ID"
+                    ),
+                ),
+                ("line", models.JSONField()),
+                (
+                    "replay_key",
+                    models.CharField(
+                        help_text="the line's key, as its IncidentAction will have",
+                        max_length=64,
+                        unique=True,
+                    ),
+                ),
+                ("at", models.DateTimeField()),
+                (
+                    "source",
+                    models.CharField(
+                        blank=True, default="", help_text="FILE:LINE it was imported from", max_length=300
+                    ),
+                ),
+                ("waiting_for", models.TextField(blank=True, default="")),
+                (
+                    "error",
+                    models.TextField(
+                        blank=True,
+                        default="",
+                        help_text="why it could not be applied once its alerts were there",
+                    ),
+                ),
+                ("failed_at", models.DateTimeField(blank=True, null=True)),
+                ("created_at", models.DateTimeField(auto_now_add=True)),
             ],
             options={
-                'ordering': ['at', 'id'],
+                "ordering": ["at", "id"],
             },
         ),
     ]

@@ -11,26 +11,34 @@ def kept_when_created(apps, schema_editor):
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('incidents', '0007_pending_action'),
+        ("incidents", "0007_pending_action"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='pendingaction',
-            name='expired_at',
-            field=models.DateTimeField(blank=True, help_text='when it was given up on, its alerts still missing', null=True),
+            model_name="pendingaction",
+            name="expired_at",
+            field=models.DateTimeField(
+                blank=True, help_text="when it was given up on, its alerts still missing", null=True
+            ),
         ),
         migrations.AddField(
-            model_name='pendingaction',
-            name='kept_at',
-            field=models.DateTimeField(default=django.utils.timezone.now, help_text='when it was (last) imported; its time limit runs from here'),
+            model_name="pendingaction",
+            name="kept_at",
+            field=models.DateTimeField(
+                default=django.utils.timezone.now,
+                help_text="when it was (last) imported; its time limit runs from here",
+            ),
         ),
         migrations.AlterField(
-            model_name='pendingaction',
-            name='error',
-            field=models.TextField(blank=True, default='', help_text='why it could not be applied once its alerts were there, or which alerts never arrived'),
+            model_name="pendingaction",
+            name="error",
+            field=models.TextField(
+                blank=True,
+                default="",
+                help_text="why it could not be applied once its alerts were there, or which alerts never arrived",
+            ),
         ),
         migrations.RunPython(kept_when_created, migrations.RunPython.noop),
     ]

@@ -4,15 +4,14 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('incidents', '0008_pending_action_expiry'),
+        ("incidents", "0008_pending_action_expiry"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='alert',
-            name='alertname',
-            field=models.CharField(blank=True, default='', max_length=255),
+            model_name="alert",
+            name="alertname",
+            field=models.CharField(blank=True, default="", max_length=255),
         ),
     ]

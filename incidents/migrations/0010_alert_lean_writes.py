@@ -5,29 +5,48 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('incidents', '0009_alert_alertname_unindexed'),
+        ("incidents", "0009_alert_alertname_unindexed"),
     ]
 
     operations = [
         migrations.RemoveIndex(
-            model_name='alert',
-            name='alert_fp_status_idx',
+            model_name="alert",
+            name="alert_fp_status_idx",
         ),
         migrations.AlterField(
-            model_name='alert',
-            name='first_delivery',
-            field=models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='+', to='incidents.delivery'),
+            model_name="alert",
+            name="first_delivery",
+            field=models.ForeignKey(
+                blank=True,
+                db_constraint=False,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="+",
+                to="incidents.delivery",
+            ),
         ),
         migrations.AlterField(
-            model_name='alert',
-            name='incident',
-            field=models.ForeignKey(blank=True, db_constraint=False, null=True, on_delete=django.db.models.deletion.SET_NULL, related_name='alerts', to='incidents.incident'),
+            model_name="alert",
+            name="incident",
+            field=models.ForeignKey(
+                blank=True,
+                db_constraint=False,
+                null=True,
+                on_delete=django.db.models.deletion.SET_NULL,
+                related_name="alerts",
+                to="incidents.incident",
+            ),
         ),
         migrations.AlterField(
-            model_name='alert',
-            name='integration',
-            field=models.ForeignKey(db_constraint=False, db_index=False, on_delete=django.db.models.deletion.PROTECT, related_name='alerts', to='incidents.integration'),
+            model_name="alert",
+            name="integration",
+            field=models.ForeignKey(
+                db_constraint=False,
+                db_index=False,
+                on_delete=django.db.models.deletion.PROTECT,
+                related_name="alerts",
+                to="incidents.integration",
+            ),
         ),
     ]

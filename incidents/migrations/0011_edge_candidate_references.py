@@ -5,35 +5,59 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('incidents', '0010_alert_lean_writes'),
+        ("incidents", "0010_alert_lean_writes"),
     ]
 
     operations = [
         migrations.AlterField(
-            model_name='incidentedge',
-            name='cause',
-            field=models.ForeignKey(db_constraint=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='incidents.alert'),
+            model_name="incidentedge",
+            name="cause",
+            field=models.ForeignKey(
+                db_constraint=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="+",
+                to="incidents.alert",
+            ),
         ),
         migrations.AlterField(
-            model_name='incidentedge',
-            name='effect',
-            field=models.ForeignKey(db_constraint=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='incidents.alert'),
+            model_name="incidentedge",
+            name="effect",
+            field=models.ForeignKey(
+                db_constraint=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="+",
+                to="incidents.alert",
+            ),
         ),
         migrations.AlterField(
-            model_name='incidentedge',
-            name='incident',
-            field=models.ForeignKey(db_constraint=False, on_delete=django.db.models.deletion.CASCADE, related_name='edges', to='incidents.incident'),
+            model_name="incidentedge",
+            name="incident",
+            field=models.ForeignKey(
+                db_constraint=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="edges",
+                to="incidents.incident",
+            ),
         ),
         migrations.AlterField(
-            model_name='rootcandidate',
-            name='alert',
-            field=models.ForeignKey(db_constraint=False, on_delete=django.db.models.deletion.CASCADE, related_name='+', to='incidents.alert'),
+            model_name="rootcandidate",
+            name="alert",
+            field=models.ForeignKey(
+                db_constraint=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="+",
+                to="incidents.alert",
+            ),
         ),
         migrations.AlterField(
-            model_name='rootcandidate',
-            name='incident',
-            field=models.ForeignKey(db_constraint=False, on_delete=django.db.models.deletion.CASCADE, related_name='root_candidates', to='incidents.incident'),
+            model_name="rootcandidate",
+            name="incident",
+            field=models.ForeignKey(
+                db_constraint=False,
+                on_delete=django.db.models.deletion.CASCADE,
+                related_name="root_candidates",
+                to="incidents.incident",
+            ),
         ),
     ]

@@ -4,6 +4,7 @@ A storm's bodies (1,476 of them, 106 MB) took PostgreSQL 1.05 s to compress with
 with lz4, for the same stored size (bench/results/history.md, fourteenth session). Only where the server
 can (PostgreSQL 14 or later, built with lz4, as Debian's is); elsewhere nothing changes.
 """
+
 from django.db import migrations
 
 TABLE, COLUMN = "incidents_delivery", "body"
@@ -14,7 +15,9 @@ def lz4_available(schema_editor) -> bool:
     if connection.vendor != "postgresql" or connection.pg_version < 140000:
         return False
     with connection.cursor() as cursor:
-        cursor.execute("SELECT 'lz4' = ANY(enumvals) FROM pg_settings WHERE name = 'default_toast_compression'")
+        cursor.execute(
+            "SELECT 'lz4' = ANY(enumvals) FROM pg_settings WHERE name = 'default_toast_compression'"
+        )
         found = cursor.fetchone()
     return bool(found and found[0])
 
@@ -23,12 +26,14 @@ def set_compression(method: str):
     def apply(apps, schema_editor) -> None:
         if lz4_available(schema_editor):
             quote = schema_editor.quote_name
-            schema_editor.execute(f"ALTER TABLE {quote(TABLE)} ALTER COLUMN {quote(COLUMN)} SET COMPRESSION {method}")
+            schema_editor.execute(
+                f"ALTER TABLE {quote(TABLE)} ALTER COLUMN {quote(COLUMN)} SET COMPRESSION {method}"
+            )
+
     return apply
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
         ("incidents", "0012_alert_string_maps"),
     ]

@@ -6,14 +6,15 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('incidents', '0013_delivery_body_lz4'),
+        ("incidents", "0013_delivery_body_lz4"),
     ]
 
     operations = [
         migrations.AddIndex(
-            model_name='alert',
-            index=models.Index(condition=models.Q(('status', 'firing')), fields=['starts_at', 'id'], name='alert_firing_idx'),
+            model_name="alert",
+            index=models.Index(
+                condition=models.Q(("status", "firing")), fields=["starts_at", "id"], name="alert_firing_idx"
+            ),
         ),
     ]

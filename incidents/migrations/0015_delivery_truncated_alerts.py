@@ -4,19 +4,25 @@ from django.db import migrations, models
 
 
 class Migration(migrations.Migration):
-
     dependencies = [
-        ('incidents', '0014_alert_firing_index'),
+        ("incidents", "0014_alert_firing_index"),
     ]
 
     operations = [
         migrations.AddField(
-            model_name='delivery',
-            name='truncated_alerts',
-            field=models.PositiveIntegerField(default=0, help_text="alerts the sender left out of this body (Alertmanager's truncatedAlerts, max_alerts)"),
+            model_name="delivery",
+            name="truncated_alerts",
+            field=models.PositiveIntegerField(
+                default=0,
+                help_text="alerts the sender left out of this body (Alertmanager's truncatedAlerts, max_alerts)",
+            ),
         ),
         migrations.AddIndex(
-            model_name='delivery',
-            index=models.Index(condition=models.Q(('truncated_alerts__gt', 0)), fields=['received_at'], name='delivery_truncated_idx'),
+            model_name="delivery",
+            index=models.Index(
+                condition=models.Q(("truncated_alerts__gt", 0)),
+                fields=["received_at"],
+                name="delivery_truncated_idx",
+            ),
         ),
     ]

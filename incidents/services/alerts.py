@@ -1,4 +1,5 @@
 """Alert occurrences: upserted by (fingerprint, startsAt); Events API events by what is firing."""
+
 from __future__ import annotations
 
 import json
@@ -7,9 +8,9 @@ from datetime import datetime
 from django.db import connections, router, transaction
 from django.utils import timezone
 
-from incidents.services.correlation import correlation_key_of
 from correlate.ingest import ParsedAlert
 from incidents.models import Alert, Delivery, Integration
+from incidents.services.correlation import correlation_key_of
 from incidents.sql import copy_upsert
 
 try:  # labels and annotations go to PostgreSQL as JSON text: orjson writes them 10x faster
@@ -18,8 +19,10 @@ try:  # labels and annotations go to PostgreSQL as JSON text: orjson writes them
     def json_text(value: dict) -> str:
         return orjson.dumps(value).decode()
 except ImportError:  # pragma: no cover - optional speed-up
+
     def json_text(value: dict) -> str:
         return json.dumps(value, ensure_ascii=False)
+
 
 UPSERT_BATCH = 1000
 
@@ -35,10 +38,20 @@ def alerts_upsert(*, integration: Integration, delivery: Delivery, parsed: list[
 
 # A firing view never overwrites status or ends_at (see `upsert_occurrences`).
 FIRING_UPDATE_FIELDS = ["labels", "annotations", "alertname", "generator_url"]
-RESOLVED_UPDATE_FIELDS = ["labels", "annotations", "alertname", "generator_url", "status", "ends_at", "correlated"]
+RESOLVED_UPDATE_FIELDS = [
+    "labels",
+    "annotations",
+    "alertname",
+    "generator_url",
+    "status",
+    "ends_at",
+    "correlated",
+]
 
 
-def split_by_handling(parsed: list[ParsedAlert]) -> tuple[list[ParsedAlert], list[ParsedAlert], list[ParsedAlert]]:
+def split_by_handling(
+    parsed: list[ParsedAlert],
+) -> tuple[list[ParsedAlert], list[ParsedAlert], list[ParsedAlert]]:
     """Alertmanager-style alerts are keyed by (fingerprint, startsAt); within one body the
     resolved view of an occurrence wins. Events API events depend on what is already firing."""
     latest: dict[tuple[str, datetime], ParsedAlert] = {}
@@ -76,10 +89,19 @@ def alert_row(integration: Integration, delivery: Delivery, alert: ParsedAlert, 
     )
 
 
-def upsert_occurrences(integration: Integration, delivery: Delivery, alerts: list[ParsedAlert], now: datetime, *, update_fields: list[str]) -> None:
+def upsert_occurrences(
+    integration: Integration,
+    delivery: Delivery,
+    alerts: list[ParsedAlert],
+    now: datetime,
+    *,
+    update_fields: list[str],
+) -> None:
     """One INSERT ... ON CONFLICT per batch. A firing view never overwrites status or ends_at,
     so a late or re-sent firing notification cannot reopen a resolved occurrence."""
-    upsert_rows([alert_row(integration, delivery, alert, now) for alert in alerts], update_fields=update_fields)
+    upsert_rows(
+        [alert_row(integration, delivery, alert, now) for alert in alerts], update_fields=update_fields
+    )
 
 
 def upsert_rows(rows: list[Alert], *, update_fields: list[str]) -> None:
@@ -115,41 +137,85 @@ def upsert_views(rounds: list[tuple[list[View], list[View]]], now: datetime) -> 
             if views:
                 batches.append(([occurrence_values(*view, now) for view in views], update_fields))
     with transaction.atomic(using=alias, savepoint=False):  # the temporary rows live until the commit
-        copy_upsert(connections[alias], Alert, OCCURRENCE_VIEW_FIELDS, ("fingerprint", "starts_at"), batches,
-                    not_compared=("correlated",))
+        copy_upsert(
+            connections[alias],
+            Alert,
+            OCCURRENCE_VIEW_FIELDS,
+            ("fingerprint", "starts_at"),
+            batches,
+            not_compared=("correlated",),
+        )
 
 
-def occurrence_values(integration: Integration, delivery: Delivery, alert: ParsedAlert, now: datetime) -> tuple:
+def occurrence_values(
+    integration: Integration, delivery: Delivery, alert: ParsedAlert, now: datetime
+) -> tuple:
     """A view's row for `copy_upsert`, in `OCCURRENCE_VIEW_FIELDS` order."""
     change = alert.kind == Alert.Kind.CHANGE
     return (
-        alert.fingerprint, alert.starts_at, alert.ends_at, alert.status, alert.kind, alert.alertname[:255],
-        json_text(alert.labels), json_text(alert.annotations), alert.generator_url, integration.pk, delivery.pk, now,
-        correlation_key_of(alert.labels), "process" if change else None, "change" if change else None,
+        alert.fingerprint,
+        alert.starts_at,
+        alert.ends_at,
+        alert.status,
+        alert.kind,
+        alert.alertname[:255],
+        json_text(alert.labels),
+        json_text(alert.annotations),
+        alert.generator_url,
+        integration.pk,
+        delivery.pk,
+        now,
+        correlation_key_of(alert.labels),
+        "process" if change else None,
+        "change" if change else None,
     )
 
 
 # Filled per view; every other column of incidents_alert gets its field's default.
 OCCURRENCE_VIEW_FIELDS = (
-    "fingerprint", "starts_at", "ends_at", "status", "kind", "alertname", "labels", "annotations", "generator_url",
-    "integration", "first_delivery", "received_at", "correlation_key", "layer", "failure_mode",
+    "fingerprint",
+    "starts_at",
+    "ends_at",
+    "status",
+    "kind",
+    "alertname",
+    "labels",
+    "annotations",
+    "generator_url",
+    "integration",
+    "first_delivery",
+    "received_at",
+    "correlation_key",
+    "layer",
+    "failure_mode",
 )
 
 
 def event_apply(*, integration: Integration, delivery: Delivery, event: ParsedAlert, now: datetime) -> None:
     """PagerDuty semantics: a trigger for a key already firing updates that occurrence; a
     trigger after its resolve opens a new one; resolve and acknowledge need an open one."""
-    current = Alert.objects.select_for_update().filter(fingerprint=event.fingerprint, status=Alert.Status.FIRING).order_by("-starts_at").first()
+    current = (
+        Alert.objects.select_for_update()
+        .filter(fingerprint=event.fingerprint, status=Alert.Status.FIRING)
+        .order_by("-starts_at")
+        .first()
+    )
     if event.event_action == "trigger":
         if current is not None:
             relabelled = current.labels != event.labels
             alertname = event.alertname[:255]
             if not relabelled and current.annotations == event.annotations and current.alertname == alertname:
                 return  # a sender triggering again what it triggered (many do, every evaluation): nothing to write
-            current.labels, current.annotations, current.alertname = event.labels, event.annotations, alertname
+            current.labels, current.annotations, current.alertname = (
+                event.labels,
+                event.annotations,
+                alertname,
+            )
             if relabelled:  # its layer, failure mode or scope may differ now: correlate it again
                 current.correlated = False
-            current.save(update_fields=["labels", "annotations", "alertname"] + (["correlated"] if relabelled else []))
+            current.save(
+                update_fields=["labels", "annotations", "alertname"] + (["correlated"] if relabelled else [])
+            )
             return
         if Alert.objects.filter(fingerprint=event.fingerprint, starts_at=event.starts_at).exists():
             return  # the same trigger again, after its resolve: a replay, not a new occurrence

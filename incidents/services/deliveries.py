@@ -5,6 +5,7 @@ the sender precisely, store the raw body, enqueue), and `delivery_process` / `de
 run in a worker (upsert the alerts). Both are idempotent: Alertmanager delivers at least once,
 re-sends groups when they change and every repeat_interval, and retries 5xx.
 """
+
 from __future__ import annotations
 
 import hashlib
@@ -18,15 +19,15 @@ from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import F
 from django.utils import timezone
 
-from incidents.services.correlation import correlation_key_of
-from incidents.flow import DRAIN_FLAG, correlation_enqueue, delivery_enqueue, drain_signal
-from rootline.gc_pause import gc_paused
 from correlate.ingest import ParsedAlert, PayloadError, parser_for
 from correlate.ingest.common import storable
+from incidents.flow import DRAIN_FLAG, correlation_enqueue, delivery_enqueue, drain_signal
 from incidents.models import Delivery, Integration
 from incidents.services.alerts import View, alerts_upsert, split_by_handling, upsert_views
+from incidents.services.correlation import correlation_key_of
 from incidents.services.errors import CONFLICT, RootlineError, not_found
 from incidents.sql import insert_unless_conflict
+from rootline.gc_pause import gc_paused
 
 logger = logging.getLogger(__name__)
 
@@ -81,7 +82,14 @@ def delivery_receive(
         earlier = delivery_with_digest(integration, digest)
         if earlier is not None:
             return receipt_for(earlier)
-    delivery = Delivery(integration=integration, received_at=received_at, body=body, body_digest=digest, size=len(body), headers=headers)
+    delivery = Delivery(
+        integration=integration,
+        received_at=received_at,
+        body=body,
+        body_digest=digest,
+        size=len(body),
+        headers=headers,
+    )
     try:
         result = parser_for(integration.kind)(body, received_at)
     except PayloadError as exc:
@@ -115,10 +123,6 @@ def delivery_insert(delivery: Delivery) -> bool:
     return insert_unless_conflict(delivery, binary="body")
 
 
-
-
-
-
 def delivery_with_digest(integration: Integration, digest: str) -> Delivery | None:
     return (
         Delivery.objects.filter(integration=integration, body_digest=digest)
@@ -130,7 +134,11 @@ def delivery_with_digest(integration: Integration, digest: str) -> Delivery | No
 def throttled(integration: Integration, delivery: Delivery) -> Receipt:
     message = f"over this integration's rate limit of {integration.rate_limit:g} alerts/s; retry later"
     refused = delivery_record_refusal(
-        integration=integration, status=Delivery.Status.THROTTLED, size=delivery.size, headers=delivery.headers, error=message
+        integration=integration,
+        status=Delivery.Status.THROTTLED,
+        size=delivery.size,
+        headers=delivery.headers,
+        error=message,
     )
     return Receipt(429, {"error": message, "delivery": refused.pk}, retry_after=1, throttled=True)
 
@@ -141,13 +149,22 @@ def receipt_for(delivery: Delivery) -> Receipt:
         if delivery.rejected:
             body["rejected"] = delivery.rejected
         return Receipt(400, body)
-    return Receipt(202, {"accepted": delivery.accepted, "rejected": delivery.rejected, "delivery": delivery.pk})
+    return Receipt(
+        202, {"accepted": delivery.accepted, "rejected": delivery.rejected, "delivery": delivery.pk}
+    )
 
 
-def delivery_record_refusal(*, integration: Integration, status: str, size: int, headers: dict[str, str], error: str) -> Delivery:
+def delivery_record_refusal(
+    *, integration: Integration, status: str, size: int, headers: dict[str, str], error: str
+) -> Delivery:
     """A body we did not keep (too large, over the rate limit): its size and headers are kept."""
     return Delivery.objects.create(
-        integration=integration, received_at=timezone.now(), status=status, size=size, headers=headers, error=error
+        integration=integration,
+        received_at=timezone.now(),
+        status=status,
+        size=size,
+        headers=headers,
+        error=error,
     )
 
 
@@ -158,7 +175,10 @@ def delivery_process(*, delivery_id: int) -> None:
     plain select_for_update with select_related does, serialised every worker on it."""
     with transaction.atomic():
         delivery = (
-            Delivery.objects.select_for_update(of=("self",)).select_related("integration").filter(pk=delivery_id).first()
+            Delivery.objects.select_for_update(of=("self",))
+            .select_related("integration")
+            .filter(pk=delivery_id)
+            .first()
         )
         if delivery is None or delivery.status not in (Delivery.Status.PENDING, Delivery.Status.FAILED):
             return
@@ -191,15 +211,17 @@ def deliveries_drain(*, limit: int = DRAIN_BATCH, max_seconds: float = DRAIN_MAX
 
 
 def pending_deliveries(limit: int):
-    return (
-        Delivery.objects.filter(status=Delivery.Status.PENDING, attempts__lt=DRAIN_MAX_ATTEMPTS).order_by("id")[:limit]
-    )
+    return Delivery.objects.filter(status=Delivery.Status.PENDING, attempts__lt=DRAIN_MAX_ATTEMPTS).order_by(
+        "id"
+    )[:limit]
 
 
 def deliveries_process_pending(*, limit: int = DRAIN_BATCH) -> int:
     with transaction.atomic(), gc_paused():
         deliveries = list(
-            pending_deliveries(limit).select_for_update(skip_locked=True, of=("self",)).select_related("integration")
+            pending_deliveries(limit)
+            .select_for_update(skip_locked=True, of=("self",))
+            .select_related("integration")
         )
         if deliveries:
             deliveries_process(deliveries)
@@ -299,7 +321,10 @@ def delivery_replay(*, delivery_id: int) -> Delivery:
     if delivery is None:
         raise not_found(f"no delivery {delivery_id}")
     if delivery.status in (Delivery.Status.TOO_LARGE, Delivery.Status.THROTTLED):
-        raise RootlineError(f"delivery {delivery_id} has no stored body ({delivery.status}); the sender must send it again", code=CONFLICT)
+        raise RootlineError(
+            f"delivery {delivery_id} has no stored body ({delivery.status}); the sender must send it again",
+            code=CONFLICT,
+        )
     Delivery.objects.filter(pk=delivery_id).update(status=Delivery.Status.PENDING, error="")
     delivery_process(delivery_id=delivery_id)
     delivery.refresh_from_db()
@@ -309,7 +334,9 @@ def delivery_replay(*, delivery_id: int) -> Delivery:
 def stale_delivery_ids(*, older_than: timedelta = timedelta(minutes=2), limit: int = 1000) -> list[int]:
     cutoff = timezone.now() - older_than
     return list(
-        Delivery.objects.filter(status__in=[Delivery.Status.PENDING, Delivery.Status.FAILED], received_at__lt=cutoff)
+        Delivery.objects.filter(
+            status__in=[Delivery.Status.PENDING, Delivery.Status.FAILED], received_at__lt=cutoff
+        )
         .order_by("id")
         .values_list("id", flat=True)[:limit]
     )

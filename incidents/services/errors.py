@@ -1,6 +1,7 @@
 """The one error type of the domain: a request the services refuse, with a code for the kind of
 refusal. Interfaces map the code to their own answer (the API and pages to an HTTP status, a
 command to its message and exit), so no service knows about HTTP."""
+
 from __future__ import annotations
 
 INVALID = "invalid"  # the request itself is wrong: a field, a value, a time

@@ -11,6 +11,7 @@ Rows are upserted per (incident, signal, query, labels), under a lock on the inc
 two runs of the same incident neither duplicate nor interleave. Points already stored before
 the new window's first point are kept: Prometheus retention ends, the postmortem must not.
 """
+
 from __future__ import annotations
 
 import logging
@@ -18,7 +19,7 @@ import math
 import time
 from collections import defaultdict
 from dataclasses import dataclass, field
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from django.conf import settings
 from django.core.cache import cache
@@ -74,7 +75,11 @@ def incidents_overlapping(start: datetime, end: datetime) -> list[int]:
     return list(
         Incident.objects.visible()
         .filter(started_at__lte=end + BEFORE_FIRST_ALERT)
-        .filter(Q(last_alert_at__isnull=True) | Q(last_alert_at__gte=start - AFTER_LAST_ALERT) | Q(resolved_at__isnull=True))
+        .filter(
+            Q(last_alert_at__isnull=True)
+            | Q(last_alert_at__gte=start - AFTER_LAST_ALERT)
+            | Q(resolved_at__isnull=True)
+        )
         .values_list("id", flat=True)
     )
 
@@ -84,11 +89,15 @@ def incidents_overlapping(start: datetime, end: datetime) -> list[int]:
 
 def evidence_window(alerts: list[Alert], now: datetime) -> Window:
     first = min(alert.starts_at for alert in alerts)
-    last = max(alert.ends_at or (now if alert.status == Alert.Status.FIRING else alert.starts_at) for alert in alerts)
+    last = max(
+        alert.ends_at or (now if alert.status == Alert.Status.FIRING else alert.starts_at) for alert in alerts
+    )
     start = (first - BEFORE_FIRST_ALERT).timestamp()
     end = min(last + AFTER_LAST_ALERT, now).timestamp()
     end = max(end, start + MIN_STEP_SECONDS)
-    step = max(MIN_STEP_SECONDS, math.ceil((end - start) / (MAX_POINTS - 2) / MIN_STEP_SECONDS) * MIN_STEP_SECONDS)
+    step = max(
+        MIN_STEP_SECONDS, math.ceil((end - start) / (MAX_POINTS - 2) / MIN_STEP_SECONDS) * MIN_STEP_SECONDS
+    )
     start = math.floor(start / step) * step
     end = math.ceil(end / step) * step
     if end > now.timestamp():
@@ -110,7 +119,9 @@ def evidence_collect(*, incident_id: int, now: datetime | None = None) -> Collec
     scope = queries.incident_scope(alert.labels for alert in alerts)
     plan = queries.plan(scope, evidence_modes(incident, alerts), catalog(), step=window.step)
     if not plan:
-        return CollectResult(incident_id, skipped="no scope: no pod, model, node or volume in the alerts' labels")
+        return CollectResult(
+            incident_id, skipped="no scope: no pod, model, node or volume in the alerts' labels"
+        )
     answers = fetch(plan, window)
     return persist(incident_id, answers, window, now)
 
@@ -119,7 +130,9 @@ def evidence_modes(incident: Incident, alerts: list[Alert]) -> list[str]:
     """The incident's failure modes, with its disk alerts counted as `queries.DISK` rather than
     the `other` the catalog gives them: `other` stays only if an alert that is no disk alert has it."""
     disk = [queries.disk_alert(a.alertname, a.labels, a.failure_mode, a.generator_url) for a in alerts]
-    modes = set(incident.failure_modes or []) | {a.failure_mode for a, d in zip(alerts, disk) if a.failure_mode and not d}
+    modes = set(incident.failure_modes or []) | {
+        a.failure_mode for a, d in zip(alerts, disk) if a.failure_mode and not d
+    }
     if any(disk):
         modes.add(queries.DISK)
         if not any(a.failure_mode in (None, "", "other") for a, d in zip(alerts, disk) if not d):
@@ -146,7 +159,10 @@ def fetch(plan: list[queries.EvidenceQuery], window: Window) -> list[_Answer]:
             answer = _Answer(query, [], "", [])
             if remote is not None and not down:
                 try:
-                    answer.series, answer.source = remote.range(query.promql, window.start, window.end, window.step), "prometheus"
+                    answer.series, answer.source = (
+                        remote.range(query.promql, window.start, window.end, window.step),
+                        "prometheus",
+                    )
                 except PrometheusError as exc:
                     answer.errors.append(str(exc))
                     down = str(exc) if exc.unreachable else ""
@@ -154,7 +170,10 @@ def fetch(plan: list[queries.EvidenceQuery], window: Window) -> list[_Answer]:
                 answer.errors.append(down)
             if not answer.series:
                 try:
-                    answer.series, answer.source = local.range(query, window.start, window.end, window.step), "import"
+                    answer.series, answer.source = (
+                        local.range(query, window.start, window.end, window.step),
+                        "import",
+                    )
                 except Exception as exc:  # a bad row must not cost the incident its other evidence
                     logger.exception("local series store failed on %s", query.promql)
                     answer.errors.append(f"local series store: {exc}")
@@ -219,7 +238,10 @@ def persist(incident_id: int, answers: list[_Answer], window: Window, now: datet
         incident = incident_for_evidence(incident_id)
         if incident is None:
             return CollectResult(incident_id, skipped="gone")
-        existing = {(row.signal, row.query, row.labels_key): row for row in EvidenceSeries.objects.filter(incident=incident)}
+        existing = {
+            (row.signal, row.query, row.labels_key): row
+            for row in EvidenceSeries.objects.filter(incident=incident)
+        }
         created, changed = [], []
         for answer in answers:
             for series in answer.series:
@@ -231,15 +253,25 @@ def persist(incident_id: int, answers: list[_Answer], window: Window, now: datet
                 if row is not None and row.step_seconds == window.step:
                     points = merged(unpack_points(row.points), points)
                 fields = {
-                    "labels": series.labels, "step_seconds": window.step,
-                    "start": datetime.fromtimestamp(points[0][0], timezone.utc),
-                    "end": datetime.fromtimestamp(points[-1][0], timezone.utc),
-                    "points": pack_points(points), "point_count": len(points),
-                    "source": EvidenceSeries.Source.PROMETHEUS if answer.source == "prometheus" else EvidenceSeries.Source.IMPORT,
+                    "labels": series.labels,
+                    "step_seconds": window.step,
+                    "start": datetime.fromtimestamp(points[0][0], UTC),
+                    "end": datetime.fromtimestamp(points[-1][0], UTC),
+                    "points": pack_points(points),
+                    "point_count": len(points),
+                    "source": EvidenceSeries.Source.PROMETHEUS
+                    if answer.source == "prometheus"
+                    else EvidenceSeries.Source.IMPORT,
                     "fetched_at": now,
                 }
                 if row is None:
-                    row = EvidenceSeries(incident=incident, signal=answer.query.signal, query=answer.query.promql, labels_key=key, **fields)
+                    row = EvidenceSeries(
+                        incident=incident,
+                        signal=answer.query.signal,
+                        query=answer.query.promql,
+                        labels_key=key,
+                        **fields,
+                    )
                     existing[(row.signal, row.query, key)] = row
                     created.append(row)
                 else:
@@ -251,7 +283,10 @@ def persist(incident_id: int, answers: list[_Answer], window: Window, now: datet
                 result.points += len(points)
         EvidenceSeries.objects.bulk_create(created, batch_size=200)
         EvidenceSeries.objects.bulk_update(
-            changed, ["labels", "step_seconds", "start", "end", "points", "point_count", "source", "fetched_at"], batch_size=200)
+            changed,
+            ["labels", "step_seconds", "start", "end", "points", "point_count", "source", "fetched_at"],
+            batch_size=200,
+        )
         gaps = {gap.signal: gap for gap in EvidenceGap.objects.filter(incident=incident)}
         for signal, signal_answers in by_signal.items():
             found = any(answer.series for answer in signal_answers)
@@ -264,7 +299,9 @@ def persist(incident_id: int, answers: list[_Answer], window: Window, now: datet
                 continue
             message = "; ".join(dict.fromkeys(errors))[:2000]
             if gap is None:
-                EvidenceGap.objects.create(incident=incident, signal=signal, error=message, since=now, last_tried=now)
+                EvidenceGap.objects.create(
+                    incident=incident, signal=signal, error=message, since=now, last_tried=now
+                )
             else:
                 gap.error, gap.last_tried = message, now
                 gap.save(update_fields=["error", "last_tried"])

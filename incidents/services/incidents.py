@@ -9,6 +9,7 @@ action applied with a key it was applied with before changes nothing (a replayed
 Actions may be replayed after the alerts (imports, late entries with `at`), so each is judged
 against the incident as it stood at its `at`: an acknowledge at 02:07 of an incident that the
 alerts resolved at 02:40 is accepted; one after a person resolved it is a conflict."""
+
 from __future__ import annotations
 
 from collections.abc import Callable
@@ -22,10 +23,18 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from incidents.flow import evidence_enqueue
+from incidents.models import (
+    Alert,
+    Decision,
+    Incident,
+    IncidentAction,
+    IncidentEdge,
+    RootCandidate,
+    storable_id,
+)
 from incidents.services.correlation import correlation_run
 from incidents.services.correlation.run import key_lock
-from incidents.flow import evidence_enqueue
-from incidents.models import Alert, Decision, Incident, IncidentAction, IncidentEdge, RootCandidate, storable_id
 from incidents.services.errors import conflict, invalid, not_found
 from incidents.services.roles import require_role
 
@@ -49,73 +58,153 @@ class Outcome:
 Handler = Callable[..., Outcome]
 
 
-def incident_acknowledge(*, incident: Incident, user: AbstractBaseUser, at: datetime | None = None,
-                         idempotency_key: str | None = None) -> Outcome:
+def incident_acknowledge(
+    *,
+    incident: Incident,
+    user: AbstractBaseUser,
+    at: datetime | None = None,
+    idempotency_key: str | None = None,
+) -> Outcome:
     return act(incident, user, "acknowledge", {}, at, idempotency_key, _acknowledge)
 
 
-def incident_mitigate(*, incident: Incident, user: AbstractBaseUser, at: datetime | None = None,
-                      idempotency_key: str | None = None) -> Outcome:
+def incident_mitigate(
+    *,
+    incident: Incident,
+    user: AbstractBaseUser,
+    at: datetime | None = None,
+    idempotency_key: str | None = None,
+) -> Outcome:
     return act(incident, user, "mitigate", {}, at, idempotency_key, _mitigate)
 
 
-def incident_resolve(*, incident: Incident, user: AbstractBaseUser, at: datetime | None = None,
-                     idempotency_key: str | None = None) -> Outcome:
+def incident_resolve(
+    *,
+    incident: Incident,
+    user: AbstractBaseUser,
+    at: datetime | None = None,
+    idempotency_key: str | None = None,
+) -> Outcome:
     return act(incident, user, "resolve", {}, at, idempotency_key, _resolve)
 
 
-def incident_reopen(*, incident: Incident, user: AbstractBaseUser, at: datetime | None = None,
-                    idempotency_key: str | None = None) -> Outcome:
+def incident_reopen(
+    *,
+    incident: Incident,
+    user: AbstractBaseUser,
+    at: datetime | None = None,
+    idempotency_key: str | None = None,
+) -> Outcome:
     return act(incident, user, "reopen", {}, at, idempotency_key, _reopen)
 
 
-def incident_assign(*, incident: Incident, user: AbstractBaseUser, username: str, at: datetime | None = None,
-                    idempotency_key: str | None = None) -> Outcome:
+def incident_assign(
+    *,
+    incident: Incident,
+    user: AbstractBaseUser,
+    username: str,
+    at: datetime | None = None,
+    idempotency_key: str | None = None,
+) -> Outcome:
     return act(incident, user, "assign", {"username": username}, at, idempotency_key, _assign)
 
 
-def incident_note(*, incident: Incident, user: AbstractBaseUser, text: str, at: datetime | None = None,
-                  idempotency_key: str | None = None) -> Outcome:
+def incident_note(
+    *,
+    incident: Incident,
+    user: AbstractBaseUser,
+    text: str,
+    at: datetime | None = None,
+    idempotency_key: str | None = None,
+) -> Outcome:
     return act(incident, user, "note", {"text": text}, at, idempotency_key, _note)
 
 
-def incident_set_severity(*, incident: Incident, user: AbstractBaseUser, level: str, at: datetime | None = None,
-                          idempotency_key: str | None = None) -> Outcome:
+def incident_set_severity(
+    *,
+    incident: Incident,
+    user: AbstractBaseUser,
+    level: str,
+    at: datetime | None = None,
+    idempotency_key: str | None = None,
+) -> Outcome:
     return act(incident, user, "severity", {"level": level}, at, idempotency_key, _severity)
 
 
-def incident_set_degradation(*, incident: Incident, user: AbstractBaseUser, level: str, at: datetime | None = None,
-                             idempotency_key: str | None = None) -> Outcome:
+def incident_set_degradation(
+    *,
+    incident: Incident,
+    user: AbstractBaseUser,
+    level: str,
+    at: datetime | None = None,
+    idempotency_key: str | None = None,
+) -> Outcome:
     return act(incident, user, "degrade", {"level": level}, at, idempotency_key, _degrade)
 
 
-def incident_refresh_evidence(*, incident: Incident, user: AbstractBaseUser, at: datetime | None = None,
-                              idempotency_key: str | None = None) -> Outcome:
+def incident_refresh_evidence(
+    *,
+    incident: Incident,
+    user: AbstractBaseUser,
+    at: datetime | None = None,
+    idempotency_key: str | None = None,
+) -> Outcome:
     return act(incident, user, "refresh_evidence", {}, at, idempotency_key, _refresh_evidence)
 
 
-def incident_exclude_alert(*, incident: Incident, user: AbstractBaseUser, alert_id: int, at: datetime | None = None,
-                           idempotency_key: str | None = None) -> Outcome:
+def incident_exclude_alert(
+    *,
+    incident: Incident,
+    user: AbstractBaseUser,
+    alert_id: int,
+    at: datetime | None = None,
+    idempotency_key: str | None = None,
+) -> Outcome:
     return act(incident, user, "exclude_alert", {"alert_id": alert_id}, at, idempotency_key, _exclude_alert)
 
 
-def incident_mark_false_positive(*, incident: Incident, user: AbstractBaseUser, alert_id: int, at: datetime | None = None,
-                                 idempotency_key: str | None = None) -> Outcome:
+def incident_mark_false_positive(
+    *,
+    incident: Incident,
+    user: AbstractBaseUser,
+    alert_id: int,
+    at: datetime | None = None,
+    idempotency_key: str | None = None,
+) -> Outcome:
     return act(incident, user, "false_positive", {"alert_id": alert_id}, at, idempotency_key, _false_positive)
 
 
-def incident_merge(*, incident: Incident, into: int, user: AbstractBaseUser, at: datetime | None = None,
-                   idempotency_key: str | None = None) -> Outcome:
+def incident_merge(
+    *,
+    incident: Incident,
+    into: int,
+    user: AbstractBaseUser,
+    at: datetime | None = None,
+    idempotency_key: str | None = None,
+) -> Outcome:
     return act(incident, user, "merge", {"into": into}, at, idempotency_key, _merge)
 
 
-def incident_split(*, incident: Incident, alert_ids: list[int], user: AbstractBaseUser, at: datetime | None = None,
-                   idempotency_key: str | None = None) -> Outcome:
+def incident_split(
+    *,
+    incident: Incident,
+    alert_ids: list[int],
+    user: AbstractBaseUser,
+    at: datetime | None = None,
+    idempotency_key: str | None = None,
+) -> Outcome:
     return act(incident, user, "split", {"alert_ids": alert_ids}, at, idempotency_key, _split)
 
 
-def act(incident: Incident, user: AbstractBaseUser, action: str, fields: dict[str, Any], at: datetime | None,
-        idempotency_key: str | None, handler: Handler) -> Outcome:
+def act(
+    incident: Incident,
+    user: AbstractBaseUser,
+    action: str,
+    fields: dict[str, Any],
+    at: datetime | None,
+    idempotency_key: str | None,
+    handler: Handler,
+) -> Outcome:
     """What every action shares: the role, `at` (now when not given; never in the future), the
     idempotency key, then the handler under the cluster's lock and the incident's row lock."""
     require_role(user, "responder")
@@ -134,7 +223,9 @@ def act(incident: Incident, user: AbstractBaseUser, action: str, fields: dict[st
         if locked.merged_into_id and action != "note":
             raise conflict(f"incident {locked.pk} was merged into {locked.merged_into_id}; act on that one")
         if dated and at < locked.started_at:
-            raise conflict(f"at: {rfc3339(at)} is before incident {locked.pk} began ({rfc3339(locked.started_at)})")
+            raise conflict(
+                f"at: {rfc3339(at)} is before incident {locked.pk} began ({rfc3339(locked.started_at)})"
+            )
         return handler(incident=locked, user=user, body=fields, at=at, replay_key=idempotency_key)
 
 
@@ -145,14 +236,30 @@ def rfc3339(moment: datetime) -> str:
 def not_in_the_future(moment: datetime) -> None:
     now = timezone.now()
     if moment > now + CLOCK_SKEW:
-        raise invalid(f"at: {rfc3339(moment)} is in the future: this server's time is {rfc3339(now.replace(microsecond=0))}, "
-                      f"and at most {CLOCK_SKEW.seconds // 60} minutes ahead are taken as clock skew")
+        raise invalid(
+            f"at: {rfc3339(moment)} is in the future: this server's time is {rfc3339(now.replace(microsecond=0))}, "
+            f"and at most {CLOCK_SKEW.seconds // 60} minutes ahead are taken as clock skew"
+        )
 
 
-def record(incident: Incident, user, action: str, at: datetime, body: dict, replay_key: str | None, alert: Alert | None = None) -> IncidentAction:
+def record(
+    incident: Incident,
+    user,
+    action: str,
+    at: datetime,
+    body: dict,
+    replay_key: str | None,
+    alert: Alert | None = None,
+) -> IncidentAction:
     stored = dict(body)
     return IncidentAction.objects.create(
-        incident=incident, action=action, by=user if user.pk else None, at=at, body=stored, alert=alert, replay_key=replay_key
+        incident=incident,
+        action=action,
+        by=user if user.pk else None,
+        at=at,
+        body=stored,
+        alert=alert,
+        replay_key=replay_key,
     )
 
 
@@ -170,27 +277,39 @@ def resolved_before(incident: Incident, at: datetime) -> bool:
     return incident.resolved_at is not None and incident.resolved_at <= at
 
 
-def _acknowledge(*, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None) -> Outcome:
+def _acknowledge(
+    *, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None
+) -> Outcome:
     if incident.acknowledged_at is not None:
-        raise conflict(f"incident {incident.pk} was already acknowledged at {rfc3339(incident.acknowledged_at)}")
+        raise conflict(
+            f"incident {incident.pk} was already acknowledged at {rfc3339(incident.acknowledged_at)}"
+        )
     if resolved_before(incident, at):
-        raise conflict(f"incident {incident.pk} was resolved at {rfc3339(incident.resolved_at)}, before this acknowledge")
+        raise conflict(
+            f"incident {incident.pk} was resolved at {rfc3339(incident.resolved_at)}, before this acknowledge"
+        )
     save(incident, acknowledged_at=at)
     record(incident, user, "acknowledge", at, body, replay_key)
     return Outcome([incident])
 
 
-def _mitigate(*, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None) -> Outcome:
+def _mitigate(
+    *, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None
+) -> Outcome:
     if incident.mitigated_at is not None:
         raise conflict(f"incident {incident.pk} was already mitigated at {rfc3339(incident.mitigated_at)}")
     if resolved_before(incident, at):
-        raise conflict(f"incident {incident.pk} was resolved at {rfc3339(incident.resolved_at)}, before this mitigation")
+        raise conflict(
+            f"incident {incident.pk} was resolved at {rfc3339(incident.resolved_at)}, before this mitigation"
+        )
     save(incident, mitigated_at=at, acknowledged_at=min(incident.acknowledged_at or at, at))
     record(incident, user, "mitigate", at, body, replay_key)
     return Outcome([incident])
 
 
-def _resolve(*, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None) -> Outcome:
+def _resolve(
+    *, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None
+) -> Outcome:
     """A person's resolution is the official one, even after the alerts resolved it."""
     if incident.resolved_by_human:
         raise conflict(f"incident {incident.pk} was already resolved at {rfc3339(incident.resolved_at)}")
@@ -199,11 +318,15 @@ def _resolve(*, incident: Incident, user: AbstractBaseUser, body: dict[str, Any]
     return Outcome([incident])
 
 
-def _reopen(*, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None) -> Outcome:
+def _reopen(
+    *, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None
+) -> Outcome:
     """Trouble is back: the incident is active again (its mitigation no longer holds; the
     recorded mitigate action keeps its time for the timeline)."""
     if incident.resolved_at is None:
-        raise conflict(f"incident {incident.pk} is {incident.status}; only a resolved incident can be reopened")
+        raise conflict(
+            f"incident {incident.pk} is {incident.status}; only a resolved incident can be reopened"
+        )
     save(incident, resolved_at=None, mitigated_at=None, resolved_by_human=False, reopened_by_human=True)
     record(incident, user, "reopen", at, body, replay_key)
     return Outcome([incident])
@@ -212,12 +335,16 @@ def _reopen(*, incident: Incident, user: AbstractBaseUser, body: dict[str, Any],
 # Attributes ------------------------------------------------------------------------------
 
 
-def _assign(*, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None) -> Outcome:
+def _assign(
+    *, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None
+) -> Outcome:
     username = body.get("username")
     if not isinstance(username, str) or not username:
         raise invalid("username: expected the username of the assignee")
     if len(username) > MAX_USERNAME:
-        raise invalid(f"username: no user {username[:60]!r}… (usernames have at most {MAX_USERNAME} characters)")
+        raise invalid(
+            f"username: no user {username[:60]!r}… (usernames have at most {MAX_USERNAME} characters)"
+        )
     assignee = get_user_model().objects.filter(username=username).first()
     if assignee is None:
         raise invalid(f"username: no user {username[:150]!r}")
@@ -226,7 +353,9 @@ def _assign(*, incident: Incident, user: AbstractBaseUser, body: dict[str, Any],
     return Outcome([incident])
 
 
-def _note(*, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None) -> Outcome:
+def _note(
+    *, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None
+) -> Outcome:
     text = body.get("text")
     if not isinstance(text, str) or not text.strip():
         raise invalid("text: expected the note's text")
@@ -236,7 +365,9 @@ def _note(*, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], a
     return Outcome([incident])
 
 
-def _severity(*, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None) -> Outcome:
+def _severity(
+    *, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None
+) -> Outcome:
     level = body.get("level")
     if level not in Incident.Severity.values:
         raise invalid(f"level: expected one of {', '.join(Incident.Severity.values)}")
@@ -245,7 +376,9 @@ def _severity(*, incident: Incident, user: AbstractBaseUser, body: dict[str, Any
     return Outcome([incident])
 
 
-def _degrade(*, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None) -> Outcome:
+def _degrade(
+    *, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None
+) -> Outcome:
     level = body.get("level")
     if level not in Incident.Degradation.values:
         raise invalid(f"level: expected one of {', '.join(Incident.Degradation.values)}")
@@ -254,7 +387,9 @@ def _degrade(*, incident: Incident, user: AbstractBaseUser, body: dict[str, Any]
     return Outcome([incident])
 
 
-def _refresh_evidence(*, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None) -> Outcome:
+def _refresh_evidence(
+    *, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None
+) -> Outcome:
     record(incident, user, "refresh_evidence", at, body, replay_key)
     evidence_enqueue([incident.pk])
     return Outcome([incident], accepted=True)
@@ -274,16 +409,26 @@ def alert_of(incident: Incident, value: Any, field: str = "alert_id") -> Alert:
     return alert
 
 
-def decide(incident: Incident, user, kind: str, alerts: list[Alert], at: datetime, action: IncidentAction) -> None:
+def decide(
+    incident: Incident, user, kind: str, alerts: list[Alert], at: datetime, action: IncidentAction
+) -> None:
     """Store the decision and mark the incident's alerts for the next run, which recomputes them."""
     Decision.objects.create(
-        kind=kind, alert_keys=[alert.key for alert in alerts], correlation_key=incident.correlation_key,
-        by=user if user.pk else None, at=at, action=action,
+        kind=kind,
+        alert_keys=[alert.key for alert in alerts],
+        correlation_key=incident.correlation_key,
+        by=user if user.pk else None,
+        at=at,
+        action=action,
     )
-    Alert.objects.filter(Q(incident=incident) | Q(pk__in=[alert.pk for alert in alerts])).update(correlated=False)
+    Alert.objects.filter(Q(incident=incident) | Q(pk__in=[alert.pk for alert in alerts])).update(
+        correlated=False
+    )
 
 
-def _exclude_alert(*, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None) -> Outcome:
+def _exclude_alert(
+    *, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None
+) -> Outcome:
     alert = alert_of(incident, body.get("alert_id"))
     action = record(incident, user, "exclude_alert", at, body, replay_key, alert)
     decide(incident, user, Decision.Kind.EXCLUDE, [alert], at, action)
@@ -309,11 +454,20 @@ def ranking_cleared(incident: Incident) -> dict[str, Any]:
     alert excluded): they name alerts it no longer holds. Returns the fields to save with it."""
     IncidentEdge.objects.filter(incident=incident).delete()
     RootCandidate.objects.filter(incident=incident).delete()
-    return {"root_alert": None, "root_confidence": None, "root_explanation": "", "chain": [], "layers": [],
-            "failure_modes": [], "ranking_held": False}
+    return {
+        "root_alert": None,
+        "root_confidence": None,
+        "root_explanation": "",
+        "chain": [],
+        "layers": [],
+        "failure_modes": [],
+        "ranking_held": False,
+    }
 
 
-def _false_positive(*, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None) -> Outcome:
+def _false_positive(
+    *, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None
+) -> Outcome:
     alert = alert_of(incident, body.get("alert_id"))
     if alert.false_positive:
         judged = IncidentAction.objects.filter(action="false_positive", alert=alert).order_by("at").first()
@@ -326,7 +480,9 @@ def _false_positive(*, incident: Incident, user: AbstractBaseUser, body: dict[st
     return Outcome([refreshed(incident)])
 
 
-def _merge(*, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None) -> Outcome:
+def _merge(
+    *, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None
+) -> Outcome:
     into_id = body.get("into")
     if not isinstance(into_id, int) or isinstance(into_id, bool):
         raise invalid("into: expected the id of the incident to merge into")
@@ -336,28 +492,38 @@ def _merge(*, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], 
     if target.pk == incident.pk:
         raise conflict("into: an incident cannot be merged into itself")
     if target.correlation_key != incident.correlation_key:
-        raise conflict(f"into: incident {target.pk} is in cluster {target.correlation_key!r}, this one in {incident.correlation_key!r}")
-    target = Incident.objects.select_for_update().get(pk=target.pk)  # locked only once known to share this key's lock
+        raise conflict(
+            f"into: incident {target.pk} is in cluster {target.correlation_key!r}, this one in {incident.correlation_key!r}"
+        )
+    target = Incident.objects.select_for_update().get(
+        pk=target.pk
+    )  # locked only once known to share this key's lock
     if target.merged_into_id:
         raise conflict(f"into: incident {target.pk} was itself merged into {target.merged_into_id}")
     alerts = list(Alert.objects.filter(incident__in=[incident, target]))
     action = record(incident, user, "merge", at, body, replay_key)
     decide(incident, user, Decision.Kind.MERGE, alerts, at, action)
-    IncidentAction.objects.create(incident=target, action="merge", by=user if user.pk else None, at=at, body={"from": incident.pk})
+    IncidentAction.objects.create(
+        incident=target, action="merge", by=user if user.pk else None, at=at, body={"from": incident.pk}
+    )
     save(incident, merged_into=target, **ranking_cleared(incident))
     Alert.objects.filter(incident=incident).update(incident=target)
     correlation_run(key=incident.correlation_key)
     return Outcome([refreshed(target)])
 
 
-def _split(*, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None) -> Outcome:
+def _split(
+    *, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None
+) -> Outcome:
     ids = body.get("alert_ids")
     if not isinstance(ids, list) or not ids:
         raise invalid("alert_ids: expected a non-empty list of alert ids")
     for index, value in enumerate(ids):
         if not isinstance(value, int) or isinstance(value, bool):
             raise invalid(f"alert_ids[{index}]: expected an alert id (integer)")
-    found = Alert.objects.in_bulk([value for value in set(ids) if storable_id(value)])  # one query, however long the list
+    found = Alert.objects.in_bulk(
+        [value for value in set(ids) if storable_id(value)]
+    )  # one query, however long the list
     for index, value in enumerate(ids):
         if value not in found:
             raise invalid(f"alert_ids[{index}]: no alert {value}")
@@ -372,11 +538,12 @@ def _split(*, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], 
     correlation_run(key=incident.correlation_key)
     # The larger part keeps the incident's id, be it the part split off: answer every incident
     # that now holds one of its alerts, this one first.
-    holders = set(Alert.objects.filter(pk__in=members).values_list("incident_id", flat=True)) - {None, incident.pk}
+    holders = set(Alert.objects.filter(pk__in=members).values_list("incident_id", flat=True)) - {
+        None,
+        incident.pk,
+    }
     return Outcome([refreshed(incident), *Incident.objects.filter(pk__in=holders).order_by("pk")], split=True)
 
 
 def refreshed(incident: Incident) -> Incident:
     return Incident.objects.get(pk=incident.pk)
-
-

@@ -1,4 +1,5 @@
 """Integrations (who may send alerts) and API tokens (who may read and act)."""
+
 from __future__ import annotations
 
 import hmac
@@ -21,7 +22,9 @@ from incidents.services.roles import ROLES
 NAME_MAX = Integration._meta.get_field("name").max_length
 
 
-def integration_add(*, kind: str, name: str, token: str | None = None, rate_limit: float | None = None) -> tuple[Integration, str]:
+def integration_add(
+    *, kind: str, name: str, token: str | None = None, rate_limit: float | None = None
+) -> tuple[Integration, str]:
     if kind not in Integration.Kind.values:
         raise RootlineError(f"unknown kind {kind!r}; expected one of {', '.join(Integration.Kind.values)}")
     if not name.strip():
@@ -36,7 +39,9 @@ def integration_add(*, kind: str, name: str, token: str | None = None, rate_limi
         raise RootlineError(f"an integration named {name!r} exists already")
     token = token or secrets.token_urlsafe(32)
     try:
-        integration = Integration.objects.create(kind=kind, name=name, token_digest=token_digest(token), rate_limit=rate_limit)
+        integration = Integration.objects.create(
+            kind=kind, name=name, token_digest=token_digest(token), rate_limit=rate_limit
+        )
     except IntegrityError:
         raise RootlineError("that token is in use by another integration; choose another") from None
     return integration, token
@@ -115,7 +120,11 @@ INTEGRATION_WEBHOOK_FIELDS = {"id", "kind", "name", "token_digest", "rate_limit"
 
 
 def integration_webhook_fields() -> list[str]:
-    return [field.attname for field in Integration._meta.concrete_fields if field.attname in INTEGRATION_WEBHOOK_FIELDS]
+    return [
+        field.attname
+        for field in Integration._meta.concrete_fields
+        if field.attname in INTEGRATION_WEBHOOK_FIELDS
+    ]
 
 
 def integration_active_sql(connection) -> str:
@@ -123,7 +132,9 @@ def integration_active_sql(connection) -> str:
     quote = connection.ops.quote_name
     return "SELECT {} FROM {} WHERE {} = %s AND {} = %s AND {}".format(
         ", ".join(quote(meta.get_field(name).column) for name in integration_webhook_fields()),
-        quote(meta.db_table), quote(meta.pk.column), quote(meta.get_field("kind").column),
+        quote(meta.db_table),
+        quote(meta.pk.column),
+        quote(meta.get_field("kind").column),
         quote(meta.get_field("is_active").column),
     )
 

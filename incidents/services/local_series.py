@@ -1,6 +1,7 @@
 """OpenMetrics files imported into the local series store (`LocalSeries`), merged one row per sample
 name and label set: a second import of the same file changes nothing and an overlapping one only
 adds what is new. Parsing the file and reading the store back are `incidents/evidence/local.py`."""
+
 from __future__ import annotations
 
 import math
@@ -27,9 +28,15 @@ class ImportResult:
     end: datetime | None = None
 
     def as_dict(self) -> dict:
-        return {"series": self.series, "samples": self.samples, "created": self.created, "updated": self.updated,
-                "unchanged": self.unchanged, "start": self.start.isoformat() if self.start else None,
-                "end": self.end.isoformat() if self.end else None}
+        return {
+            "series": self.series,
+            "samples": self.samples,
+            "created": self.created,
+            "updated": self.updated,
+            "unchanged": self.unchanged,
+            "start": self.start.isoformat() if self.start else None,
+            "end": self.end.isoformat() if self.end else None,
+        }
 
 
 def local_series_import(*, path: Path | str) -> ImportResult:
@@ -44,7 +51,10 @@ def local_series_import(*, path: Path | str) -> ImportResult:
     first, last = math.inf, -math.inf
     with transaction.atomic():
         for metric, incoming in by_metric.items():
-            existing = {row.labels_key: row for row in LocalSeries.objects.filter(metric=metric, labels_key__in=list(incoming))}
+            existing = {
+                row.labels_key: row
+                for row in LocalSeries.objects.filter(metric=metric, labels_key__in=list(incoming))
+            }
             created, changed = [], []
             for key, (labels, points) in incoming.items():
                 row = existing.get(key)
@@ -56,8 +66,12 @@ def local_series_import(*, path: Path | str) -> ImportResult:
                 if row is not None and merged == before:
                     result.unchanged += 1
                     continue
-                fields = {"points": pack_points(ordered), "point_count": len(ordered),
-                          "start": _dt(ordered[0][0]), "end": _dt(ordered[-1][0])}
+                fields = {
+                    "points": pack_points(ordered),
+                    "point_count": len(ordered),
+                    "start": _dt(ordered[0][0]),
+                    "end": _dt(ordered[-1][0]),
+                }
                 if row is None:
                     created.append(LocalSeries(metric=metric, labels=labels, labels_key=key, **fields))
                 else:
@@ -65,7 +79,9 @@ def local_series_import(*, path: Path | str) -> ImportResult:
                         setattr(row, name, value)
                     changed.append(row)
             LocalSeries.objects.bulk_create(created, batch_size=500)
-            LocalSeries.objects.bulk_update(changed, ["points", "point_count", "start", "end"], batch_size=500)
+            LocalSeries.objects.bulk_update(
+                changed, ["points", "point_count", "start", "end"], batch_size=500
+            )
             result.created += len(created)
             result.updated += len(changed)
     if parsed:

@@ -1,5 +1,6 @@
 """The root-cause matrix as people edit it: each edited cell is a new `MatrixCell` row (the old
 ones stay as history); reading it is `incidents/timeline.py` (`incident_matrix`)."""
+
 from __future__ import annotations
 
 from typing import Any
@@ -25,7 +26,9 @@ def matrix_edit(*, incident: Incident, user: AbstractBaseUser, body: Any) -> lis
     require_role(user, "author")
     rows = body if isinstance(body, list) else [body]
     if not rows or not all(isinstance(row, dict) for row in rows):
-        raise invalid("body: expected a row {layer, direct_cause|system_defect|process_gap: {text, evidence}} or a list of rows")
+        raise invalid(
+            "body: expected a row {layer, direct_cause|system_defect|process_gap: {text, evidence}} or a list of rows"
+        )
     layers = catalog().layers
     current = {row["layer"]: row for row in incident_matrix(incident)}
     edits: list[MatrixCell] = []
@@ -36,7 +39,9 @@ def matrix_edit(*, incident: Incident, user: AbstractBaseUser, body: Any) -> lis
             raise invalid(f"{where}layer: expected one of {', '.join(layers)}, got {str(layer)[:40]!r}")
         unknown = set(row) - {"layer", *COLUMNS}
         if unknown:
-            raise invalid(f"{where}{sorted(unknown)[0]}: unknown field; a row has layer, {', '.join(COLUMNS)}")
+            raise invalid(
+                f"{where}{sorted(unknown)[0]}: unknown field; a row has layer, {', '.join(COLUMNS)}"
+            )
         if not set(row) & set(COLUMNS):
             raise invalid(f"{where}: nothing to edit; give at least one of {', '.join(COLUMNS)}")
         for column in COLUMNS:
@@ -45,8 +50,16 @@ def matrix_edit(*, incident: Incident, user: AbstractBaseUser, body: Any) -> lis
             text, evidence = _cell_value(row[column], f"{where}{column}")
             if evidence is None:
                 evidence = current.get(layer, {}).get(column, {}).get("evidence", [])
-            edits.append(MatrixCell(incident=incident, layer=layer, column=column, text=text, evidence=evidence,
-                                    edited_by=user if user.pk else None))
+            edits.append(
+                MatrixCell(
+                    incident=incident,
+                    layer=layer,
+                    column=column,
+                    text=text,
+                    evidence=evidence,
+                    edited_by=user if user.pk else None,
+                )
+            )
     with transaction.atomic():
         for cell in edits:
             cell.save()
@@ -75,7 +88,11 @@ def _cell_value(value: Any, path: str) -> tuple[str, list[dict[str, Any]] | None
             raise invalid(f"{path}.evidence[{i}]: expected {{kind, id}}")
         if item["kind"] not in EVIDENCE_KINDS:
             raise invalid(f"{path}.evidence[{i}].kind: expected one of {', '.join(EVIDENCE_KINDS)}")
-        if isinstance(item["id"], bool) or not isinstance(item["id"], (int, str)) or len(str(item["id"])) > 200:
+        if (
+            isinstance(item["id"], bool)
+            or not isinstance(item["id"], (int, str))
+            or len(str(item["id"])) > 200
+        ):
             raise invalid(f"{path}.evidence[{i}].id: expected an id (integer or string)")
         cleaned.append({"kind": item["kind"], "id": item["id"]})
     return text, cleaned

@@ -1,5 +1,6 @@
 """Imported action lines kept until their alerts arrive (`PendingAction`): kept, waiting, failed,
 expired, and forgotten once applied. Reading the lines and applying them is `incidents/replay.py`."""
+
 from __future__ import annotations
 
 from datetime import datetime
@@ -9,13 +10,23 @@ from django.utils import timezone
 from incidents.models import PendingAction
 
 
-def pending_action_keep(*, replay_key: str, line: dict, at: datetime, source: str, waiting_for: str) -> PendingAction:
+def pending_action_keep(
+    *, replay_key: str, line: dict, at: datetime, source: str, waiting_for: str
+) -> PendingAction:
     """Keep a line whose alerts are not there yet; importing it again updates the same row (and
     gives one that had failed or expired another try, with a new time limit)."""
     pending, _ = PendingAction.objects.update_or_create(
         replay_key=replay_key,
-        defaults={"line": line, "at": at, "source": source[:300], "waiting_for": waiting_for, "error": "",
-                  "failed_at": None, "expired_at": None, "kept_at": timezone.now()},
+        defaults={
+            "line": line,
+            "at": at,
+            "source": source[:300],
+            "waiting_for": waiting_for,
+            "error": "",
+            "failed_at": None,
+            "expired_at": None,
+            "kept_at": timezone.now(),
+        },
     )
     return pending
 
@@ -35,4 +46,6 @@ def pending_action_fail(*, pending: PendingAction, error: str) -> None:
 
 
 def pending_action_mark_expired(*, pending: PendingAction, missing: str, reason: str, now: datetime) -> None:
-    PendingAction.objects.filter(pk=pending.pk, expired_at=None).update(waiting_for=missing, error=reason, expired_at=now)
+    PendingAction.objects.filter(pk=pending.pk, expired_at=None).update(
+        waiting_for=missing, error=reason, expired_at=now
+    )

@@ -1,5 +1,6 @@
 """Who may do what: roles are Django groups ranked viewer < responder < author < admin, each
 allowed what the ones before it are."""
+
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
@@ -39,7 +40,9 @@ def user_ensure(*, username: str, role: str) -> AbstractBaseUser:
 def admin_ensure(*, username: str, password: str) -> AbstractBaseUser:
     """An admin of that name whose password is `password` (the demo's login, printed by `make run`)."""
     User = get_user_model()
-    user = User.objects.filter(username=username).first() or User.objects.create_superuser(username, f"{username}@localhost", password)
+    user = User.objects.filter(username=username).first() or User.objects.create_superuser(
+        username, f"{username}@localhost", password
+    )
     if not user.check_password(password):
         user.set_password(password)
         user.save(update_fields=["password"])

@@ -1,4 +1,5 @@
 """Template filters for mappings senders fill (labels, annotations, scope)."""
+
 from __future__ import annotations
 
 from collections.abc import Mapping

@@ -3,6 +3,7 @@
 Every import counts, function-local ones included (a circle hidden inside a function is still a
 circle: it only moves the failure to the first call), except those under `if TYPE_CHECKING:`.
 Read from the source with `ast`, so nothing is imported to check it."""
+
 from __future__ import annotations
 
 import ast
@@ -35,7 +36,9 @@ def type_checking_only(node: ast.If) -> bool:
     )
 
 
-def imported_names(tree: ast.AST, module: str, is_package: bool, known: set[str] | frozenset[str] = frozenset()) -> set[str]:
+def imported_names(
+    tree: ast.AST, module: str, is_package: bool, known: set[str] | frozenset[str] = frozenset()
+) -> set[str]:
     """Every module name an import statement in `tree` names, outside `if TYPE_CHECKING:`.
     `from pkg import mod` names `pkg.mod` (not `pkg` too) when `mod` is one of the `known`
     modules, as import-linter reads it; `from pkg import name` names `pkg`."""
@@ -68,7 +71,9 @@ def imported_names(tree: ast.AST, module: str, is_package: bool, known: set[str]
 def import_graph(modules: dict[str, Path]) -> dict[str, set[str]]:
     graph = {}
     for name, path in modules.items():
-        imported = imported_names(ast.parse(path.read_text(encoding="utf-8")), name, path.name == "__init__.py", set(modules))
+        imported = imported_names(
+            ast.parse(path.read_text(encoding="utf-8")), name, path.name == "__init__.py", set(modules)
+        )
         graph[name] = {target for target in imported if target in modules and target != name}
     return graph
 
@@ -133,7 +138,13 @@ def test_the_circle_finder_sees_function_local_imports_and_skips_type_checking_o
     source_b = "from typing import TYPE_CHECKING\nif TYPE_CHECKING:\n    from pkg import c\nimport pkg.a\n"
     source_c = "import pkg.b\n"
     modules = {"pkg.a": source_a, "pkg.b": source_b, "pkg.c": source_c}
-    graph = {name: {t for t in imported_names(ast.parse(text), name, False, set(modules)) if t in modules and t != name}
-             for name, text in modules.items()}
+    graph = {
+        name: {
+            t
+            for t in imported_names(ast.parse(text), name, False, set(modules))
+            if t in modules and t != name
+        }
+        for name, text in modules.items()
+    }
     assert graph == {"pkg.a": {"pkg.b"}, "pkg.b": {"pkg.a"}, "pkg.c": {"pkg.b"}}
     assert circles(graph) == [["pkg.a", "pkg.b"]]

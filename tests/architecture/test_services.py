@@ -1,5 +1,6 @@
 """The services' shape: each incident action is its own keyword-only service, and a refusal is
 one error type whose code the interfaces map to their answer."""
+
 from __future__ import annotations
 
 import inspect
@@ -20,7 +21,11 @@ def test_each_incident_action_is_a_keyword_only_service_taking_its_fields(action
 
 def test_every_error_code_has_an_http_answer_and_unknown_codes_are_refused():
     assert set(errors.HTTP_STATUS) == set(errors.CODES)
-    assert [errors.invalid("x").http_status, errors.forbidden("x").http_status, errors.not_found("x").http_status,
-            errors.conflict("x").http_status] == [400, 403, 404, 409]
+    assert [
+        errors.invalid("x").http_status,
+        errors.forbidden("x").http_status,
+        errors.not_found("x").http_status,
+        errors.conflict("x").http_status,
+    ] == [400, 403, 404, 409]
     with pytest.raises(ValueError):
         errors.RootlineError("x", code="teapot")

@@ -1,5 +1,6 @@
 """Celery task names are part of the interface: messages already queued, beat's schedule and a
 worker of the previous release name tasks by them. Renaming one is a deliberate change here."""
+
 from __future__ import annotations
 
 from celery import current_app
@@ -28,7 +29,11 @@ def test_every_task_of_the_project_has_its_pinned_name():
 
 
 def test_what_flow_sends_and_beat_runs_are_registered_tasks():
-    sent = {value for name, value in vars(flow).items() if name.isupper() and isinstance(value, str) and value.startswith("incidents.")}
+    sent = {
+        value
+        for name, value in vars(flow).items()
+        if name.isupper() and isinstance(value, str) and value.startswith("incidents.")
+    }
     assert sent and sent <= project_tasks()
     scheduled = {entry["task"] for entry in settings.CELERY_BEAT_SCHEDULE.values()}
     assert scheduled and scheduled <= project_tasks()

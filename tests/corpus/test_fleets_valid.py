@@ -1,11 +1,12 @@
 """The independent corpus (corpus/fleets) is what real senders send: every body reads through the
 app's own parsers with nothing rejected, every truth names only occurrences of its fleet (each
 exactly once), and the committed split is the rule's."""
+
 from __future__ import annotations
 
 import json
 import sys
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -15,7 +16,7 @@ from correlate.ingest.common import parse_time
 
 ROOT = Path(__file__).resolve().parents[2]
 FLEETS = ROOT / "corpus" / "fleets"
-RECEIVED = datetime(2030, 1, 1, tzinfo=timezone.utc)  # after every fleet: no time is read as "now"
+RECEIVED = datetime(2030, 1, 1, tzinfo=UTC)  # after every fleet: no time is read as "now"
 NAMES = sorted(path.name for path in FLEETS.iterdir() if path.is_dir())
 
 
@@ -51,7 +52,9 @@ def test_every_body_parses_and_the_truth_names_each_occurrence_of_its_fleet_once
     assert delivered - set(keys) == set(), f"{name}: occurrences in no incident and not noise"
     for incident in truth["incidents"]:
         root = (incident["root"]["fingerprint"], parse_time(incident["root"]["starts_at"], "root"))
-        assert root in {(a["fingerprint"], parse_time(a["starts_at"], "a")) for a in incident["alerts"]}, f"{name}: {incident['id']}'s root is not its member"
+        assert root in {(a["fingerprint"], parse_time(a["starts_at"], "a")) for a in incident["alerts"]}, (
+            f"{name}: {incident['id']}'s root is not its member"
+        )
 
 
 def test_the_committed_split_is_the_rule():

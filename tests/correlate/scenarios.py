@@ -1,4 +1,5 @@
 """Hand-written alert stories shared by the engine tests (plain functions, no fixtures)."""
+
 from correlate.testing import make_alert, make_change
 
 POD = "vllm-llama-7d9f8b6c5d-x2k4p"
@@ -6,7 +7,9 @@ SIBLING = "vllm-llama-7d9f8b6c5d-q8r7s"
 LABELS = {"cluster": "prod-a", "namespace": "llm"}
 
 
-def fragmentation_chain(shift: str = "00:00", pod: str = POD, sibling: str = SIBLING, cluster: str = "prod-a"):
+def fragmentation_chain(
+    shift: str = "00:00", pod: str = POD, sibling: str = SIBLING, cluster: str = "prod-a"
+):
     """The March incident: fragmentation (a slow 15m rule, fires last) -> OOM -> crash loop -> queueing -> TTFT."""
     h, m = (int(x) for x in shift.split(":"))
 
@@ -19,8 +22,13 @@ def fragmentation_chain(shift: str = "00:00", pod: str = POD, sibling: str = SIB
     return [
         make_alert("LLMKVCachePoolUtilizationHigh", at("01:50"), pod=pod, model_name="llama", **labels),
         make_alert("LLMContainerOOMKilled", at("02:00"), pod=pod, **labels),
-        make_alert("LLMKVFragmentationHigh", at("02:02"),
-                   expr="avg_over_time(llmops:kv_cache_fragmentation:ratio[15m]) > 0.25", pod=pod, **labels),
+        make_alert(
+            "LLMKVFragmentationHigh",
+            at("02:02"),
+            expr="avg_over_time(llmops:kv_cache_fragmentation:ratio[15m]) > 0.25",
+            pod=pod,
+            **labels,
+        ),
         make_alert("KubePodCrashLooping", at("02:04"), pod=pod, **labels),
         make_alert("LLMQueueWaitHigh", at("02:07"), pod=sibling, model_name="llama", **labels),
         make_alert("LLMTTFTp99High", at("02:10"), model_name="llama", **labels),
@@ -32,4 +40,6 @@ def unrelated_early_alert():
 
 
 def deploy_change(at: str = "01:30"):
-    return make_change("Deploy vllm-llama v0.12", at, cluster="prod-a", namespace="llm", deployment="vllm-llama")
+    return make_change(
+        "Deploy vllm-llama v0.12", at, cluster="prod-a", namespace="llm", deployment="vllm-llama"
+    )

@@ -1,4 +1,5 @@
 """A batch shared among processes (correlate/batch.py) answers exactly as one process does."""
+
 from __future__ import annotations
 
 import json
@@ -10,15 +11,21 @@ from datetime import timedelta
 import pytest
 
 from correlate import batch
-from correlate.catalog import load_catalog
 from correlate.batch import correlate
+from correlate.catalog import load_catalog
 from correlate.events import Alert
 from correlate.results import Exclude, FalsePositive, Merge
 from correlate.testing import BASE_DAY, make_alert, make_change
 
 CATALOG = load_catalog(use_env=False)
-CASCADE = ["LLMKVFragmentationHigh", "LLMKVCachePoolUtilizationHigh", "LLMContainerOOMKilled", "KubePodCrashLooping",
-           "LLMQueueWaitHigh", "LLMTTFTp99High"]
+CASCADE = [
+    "LLMKVFragmentationHigh",
+    "LLMKVCachePoolUtilizationHigh",
+    "LLMContainerOOMKilled",
+    "KubePodCrashLooping",
+    "LLMQueueWaitHigh",
+    "LLMTTFTp99High",
+]
 pytestmark = pytest.mark.skipif(not hasattr(os, "fork"), reason="needs fork")
 
 
@@ -37,12 +44,20 @@ def fleet_day(seed: int, clusters: int = 5, alerts: int = 400) -> list[Alert]:
         pod = f"vllm-{model}-7d9f8b6c5d-{rng.randrange(4):05d}"
         at = BASE_DAY + timedelta(minutes=rng.uniform(0, 600))
         if rng.random() < 0.1:
-            out.append(make_change(f"deploy vllm-{model}", at, cluster=cluster, namespace="llm", deployment=f"vllm-{model}"))
+            out.append(
+                make_change(
+                    f"deploy vllm-{model}", at, cluster=cluster, namespace="llm", deployment=f"vllm-{model}"
+                )
+            )
             continue
-        for step, name in enumerate(CASCADE[:rng.randint(1, len(CASCADE))]):
+        for step, name in enumerate(CASCADE[: rng.randint(1, len(CASCADE))]):
             starts = at + timedelta(minutes=3 * step)
             ends = starts + timedelta(minutes=rng.uniform(2, 30)) if rng.random() < 0.5 else None
-            out.append(make_alert(name, starts, ends_at=ends, cluster=cluster, namespace="llm", pod=pod, model_name=model))
+            out.append(
+                make_alert(
+                    name, starts, ends_at=ends, cluster=cluster, namespace="llm", pod=pod, model_name=model
+                )
+            )
     rng.shuffle(out)
     return out
 
@@ -68,8 +83,18 @@ def test_exclusions_and_false_positives_reach_every_process():
 
 def test_resent_and_resolved_notifications_go_with_their_occurrence():
     alerts = fleet_day(3)
-    resolved = [Alert(a.fingerprint, a.starts_at, a.labels, a.annotations, a.starts_at + timedelta(minutes=45), "resolved",
-                      a.generator_url) for a in alerts[::7]]
+    resolved = [
+        Alert(
+            a.fingerprint,
+            a.starts_at,
+            a.labels,
+            a.annotations,
+            a.starts_at + timedelta(minutes=45),
+            "resolved",
+            a.generator_url,
+        )
+        for a in alerts[::7]
+    ]
     stream = alerts + resolved + alerts[::11]
     assert correlate(stream, catalog=CATALOG, processes=2) == correlate(stream, catalog=CATALOG)
 
@@ -79,8 +104,15 @@ def test_clusters_sharing_a_fingerprint_are_correlated_in_one_process():
     (an Events-API dedup key reused, say), is that first cluster's: the two go to one share."""
     alerts = fleet_day(4, clusters=4)
     first = next(a for a in alerts if a.labels["cluster"] == "prod-0")
-    moved = Alert(first.fingerprint, first.starts_at, {**first.labels, "cluster": "prod-3"}, first.annotations,
-                  first.starts_at + timedelta(minutes=5), "resolved", first.generator_url)
+    moved = Alert(
+        first.fingerprint,
+        first.starts_at,
+        {**first.labels, "cluster": "prod-3"},
+        first.annotations,
+        first.starts_at + timedelta(minutes=5),
+        "resolved",
+        first.generator_url,
+    )
     stream = alerts + [moved]
     shares = batch.shares_by_cluster(stream, 4)
     holding = [{a.labels["cluster"] for a in share} for share in shares]
@@ -112,8 +144,12 @@ def test_a_failing_worker_raises_its_error():
     """The biggest cluster stays in this process, so the small one with the broken alert fails in a worker."""
     big = fleet_day(7, clusters=1, alerts=300)
     broken = make_alert("LLMContainerOOMKilled", BASE_DAY, cluster="small", pod="p")
-    broken = Alert(broken.fingerprint, None, broken.labels, broken.annotations, None, "firing", "")  # no start time
-    small = [make_alert("TargetDown", BASE_DAY + timedelta(minutes=n), cluster="small", pod="p") for n in range(20)]
+    broken = Alert(
+        broken.fingerprint, None, broken.labels, broken.annotations, None, "firing", ""
+    )  # no start time
+    small = [
+        make_alert("TargetDown", BASE_DAY + timedelta(minutes=n), cluster="small", pod="p") for n in range(20)
+    ]
     stream = big + small + [broken]
     assert broken in batch.shares_by_cluster(stream, 2)[1]
     with pytest.raises(RuntimeError, match="(?s)batch correlation worker failed.*AttributeError"):
@@ -128,6 +164,7 @@ def test_a_worker_that_dies_is_reported(monkeypatch):
 
 def test_a_worker_that_dies_halfway_through_its_answer_is_reported(monkeypatch):
     """Its first chunk arrived; the missing end mark still tells the parent the answer is cut."""
+
     def first_chunk_then_die(share, decisions, catalog, pipe):
         incidents = batch.correlate_here(share, decisions, catalog)
         pickle.dump(("incidents", incidents[:1]), pipe)
@@ -173,10 +210,25 @@ def test_the_command_line_prints_the_same_incidents_over_processes(tmp_path, mon
 
     bodies = []
     for alert in fleet_day(9):
-        bodies.append({"version": "4", "status": alert.status, "receiver": "r", "groupKey": "{}:{}", "alerts": [{
-            "status": alert.status, "labels": alert.labels, "annotations": alert.annotations,
-            "startsAt": alert.starts_at.isoformat(), "endsAt": alert.ends_at.isoformat() if alert.ends_at else "0001-01-01T00:00:00Z",
-            "generatorURL": alert.generator_url, "fingerprint": alert.fingerprint}]})
+        bodies.append(
+            {
+                "version": "4",
+                "status": alert.status,
+                "receiver": "r",
+                "groupKey": "{}:{}",
+                "alerts": [
+                    {
+                        "status": alert.status,
+                        "labels": alert.labels,
+                        "annotations": alert.annotations,
+                        "startsAt": alert.starts_at.isoformat(),
+                        "endsAt": alert.ends_at.isoformat() if alert.ends_at else "0001-01-01T00:00:00Z",
+                        "generatorURL": alert.generator_url,
+                        "fingerprint": alert.fingerprint,
+                    }
+                ],
+            }
+        )
     path = tmp_path / "alerts.jsonl"
     path.write_text("\n".join(json.dumps(body) for body in bodies) + "\n")
     forked = []

@@ -40,10 +40,19 @@ def test_bands_carry_domain_thresholds_with_series(band, yellow, red, direction)
 def test_causal_rules_cover_the_canonical_chains():
     catalog = load_catalog(use_env=False)
     for cause, effect in [
-        ("kv_fragmentation", "oom"), ("oom", "restart"), ("restart", "queueing"), ("queueing", "slo_ttft"),
-        ("preemption", "slo_itl"), ("preemption", "slo_tpot"), ("hot_instance", "queueing"),
-        ("numeric", "error_rate"), ("gpu_error", "restart"), ("restart", "target_down"),
-        ("timeout", "queueing"), ("spec_decode", "slo_tpot"), ("change", "gpu_error"),
+        ("kv_fragmentation", "oom"),
+        ("oom", "restart"),
+        ("restart", "queueing"),
+        ("queueing", "slo_ttft"),
+        ("preemption", "slo_itl"),
+        ("preemption", "slo_tpot"),
+        ("hot_instance", "queueing"),
+        ("numeric", "error_rate"),
+        ("gpu_error", "restart"),
+        ("restart", "target_down"),
+        ("timeout", "queueing"),
+        ("spec_decode", "slo_tpot"),
+        ("change", "gpu_error"),
     ]:
         assert catalog.rules_for(cause, effect), f"no rule {cause}->{effect}"
     assert not catalog.rules_for("slo_ttft", "kv_fragmentation")
@@ -51,13 +60,15 @@ def test_causal_rules_cover_the_canonical_chains():
 
 def test_team_file_named_by_env_adds_matchers_that_win(tmp_path, monkeypatch):
     team = tmp_path / "team.yaml"
-    team.write_text(textwrap.dedent("""
+    team.write_text(
+        textwrap.dedent("""
         matchers:
           - id: team-blockpool
             mode: kv_fragmentation
             layer: engine
             names: ['block pool split']
-    """))
+    """)
+    )
     alert = make_alert("BlockPoolSplitQueueGrowing", "01:00", pod="p-0")
     assert Classifier(load_catalog(use_env=False)).classify(alert).failure_mode == "queueing"
     monkeypatch.setenv("ROOTLINE_CATALOG", str(team))
@@ -66,7 +77,8 @@ def test_team_file_named_by_env_adds_matchers_that_win(tmp_path, monkeypatch):
 
 def test_override_path_replaces_rule_by_id_and_disables_another(tmp_path):
     team = tmp_path / "team.yaml"
-    team.write_text(textwrap.dedent("""
+    team.write_text(
+        textwrap.dedent("""
         rules:
           - {id: oom->restart, max_lag: 5m}
           - {id: queueing->slo_ttft, disabled: true}
@@ -74,7 +86,8 @@ def test_override_path_replaces_rule_by_id_and_disables_another(tmp_path):
           max_span: 90m
         bands:
           ttft_p99: {red: 1.5}
-    """))
+    """)
+    )
     catalog = load_catalog(team, use_env=False)
     assert catalog.rules_for("oom", "restart")[0].max_lag == timedelta(minutes=5)
     assert not catalog.rules_for("queueing", "slo_ttft")
@@ -110,8 +123,12 @@ def test_a_mode_can_narrow_where_two_of_its_alerts_are_one_trouble(tmp_path):
     from correlate.testing import make_alert
 
     labels = {"cluster": "prod-a", "namespace": "llm"}
-    xid_a = make_alert("DCGMXidErrors", "02:00", pod="vllm-llama-7d9f8b6c5d-x2k4p", node="gpu-1", gpu="0", **labels)
-    xid_b = make_alert("DCGMXidErrors", "02:04", pod="vllm-llama-7d9f8b6c5d-q8r7s", node="gpu-2", gpu="3", **labels)
+    xid_a = make_alert(
+        "DCGMXidErrors", "02:00", pod="vllm-llama-7d9f8b6c5d-x2k4p", node="gpu-1", gpu="0", **labels
+    )
+    xid_b = make_alert(
+        "DCGMXidErrors", "02:04", pod="vllm-llama-7d9f8b6c5d-q8r7s", node="gpu-2", gpu="3", **labels
+    )
     assert len(correlate([xid_a, xid_b], catalog=load_catalog(use_env=False))) == 1
     team = tmp_path / "team.yaml"
     team.write_text("modes:\n  gpu_error: {same_mode_scope: [same_gpu, same_node, same_pod]}\n")
@@ -145,4 +162,8 @@ def test_a_team_file_that_is_not_yaml_is_an_error_naming_the_file_and_line(tmp_p
     path.write_text("matchers:\n  - id: x\n    match: {alertname: [unclosed\n")
     with pytest.raises(CatalogError) as caught:
         load_catalog(path, use_env=False)
-    assert str(path) in str(caught.value) and "invalid YAML" in str(caught.value) and "line 3" in str(caught.value)
+    assert (
+        str(path) in str(caught.value)
+        and "invalid YAML" in str(caught.value)
+        and "line 3" in str(caught.value)
+    )

@@ -2,16 +2,16 @@ import heapq
 import random
 from dataclasses import fields
 
-from correlate.catalog import load_catalog
+from scenarios import LABELS, POD, SIBLING, deploy_change, fragmentation_chain, unrelated_early_alert
+
 from correlate.batch import correlate
+from correlate.catalog import load_catalog
 from correlate.engine import Correlator
 from correlate.events import RESOLVED, Alert
-from correlate.ranking import _Reachability, _reach, rank
+from correlate.ranking import _reach, _Reachability, rank
 from correlate.results import Edge, Exclude, FalsePositive, Member, Merge, Split
 from correlate.testing import BASE_DAY, clock, make_alert
 from correlate.topology import Scope
-
-from scenarios import LABELS, POD, SIBLING, deploy_change, fragmentation_chain, unrelated_early_alert
 
 CATALOG = load_catalog(use_env=False)
 
@@ -48,7 +48,11 @@ def test_chain_runs_from_cause_to_effect():
     incident = correlate(fragmentation_chain(), catalog=CATALOG)[0]
     order = [incident.member(k).alertname for k in incident.chain]
     assert order[0] == "LLMKVFragmentationHigh"
-    assert order.index("LLMContainerOOMKilled") < order.index("KubePodCrashLooping") < order.index("LLMTTFTp99High")
+    assert (
+        order.index("LLMContainerOOMKilled")
+        < order.index("KubePodCrashLooping")
+        < order.index("LLMTTFTp99High")
+    )
     for edge in incident.edges:
         assert incident.chain.index(edge.cause) < incident.chain.index(edge.effect)
 
@@ -92,8 +96,11 @@ def test_resolved_and_quiet_incident_stops_absorbing_alerts():
 
 
 def test_incident_has_a_maximum_span():
-    flapping = [make_alert("LLMQueueWaitHigh", f"{h:02d}:{m:02d}", pod=POD, **LABELS)
-                for h in range(0, 8) for m in (0, 10, 20, 30, 40, 50)]
+    flapping = [
+        make_alert("LLMQueueWaitHigh", f"{h:02d}:{m:02d}", pod=POD, **LABELS)
+        for h in range(0, 8)
+        for m in (0, 10, 20, 30, 40, 50)
+    ]
     incidents = correlate(flapping, catalog=CATALOG)
     span = CATALOG.settings.max_span
     assert len(incidents) > 1
@@ -104,8 +111,15 @@ def test_incident_has_a_maximum_span():
 def test_an_alert_linking_two_open_incidents_merges_them():
     a = make_alert("LLMContainerOOMKilled", "02:00", pod=POD, **LABELS)
     b = make_alert("DCGMXidErrors", "02:00", Hostname="gpu-node-3", gpu="1", **LABELS)
-    bridge = make_alert("LLMGpuFramebufferExhausted", "02:03", pod="dcgm-exporter-k2x4p", exported_pod=POD,
-                        Hostname="gpu-node-3", gpu="1", **LABELS)
+    bridge = make_alert(
+        "LLMGpuFramebufferExhausted",
+        "02:03",
+        pod="dcgm-exporter-k2x4p",
+        exported_pod=POD,
+        Hostname="gpu-node-3",
+        gpu="1",
+        **LABELS,
+    )
     assert len(correlate([a, b], catalog=CATALOG)) == 2
     merged = correlate([a, b, bridge], catalog=CATALOG)
     assert len(merged) == 1
@@ -117,7 +131,9 @@ def test_clusters_never_mix():
 
 
 def test_change_is_a_suspect_for_its_scope_within_half_an_hour():
-    incident = only(correlate(fragmentation_chain() + [deploy_change("01:30")], catalog=CATALOG), "LLMContainerOOMKilled")
+    incident = only(
+        correlate(fragmentation_chain() + [deploy_change("01:30")], catalog=CATALOG), "LLMContainerOOMKilled"
+    )
     assert "Deploy vllm-llama v0.12" in names(incident)
     assert root_name(incident) == "Deploy vllm-llama v0.12"
     too_early = correlate(fragmentation_chain() + [deploy_change("00:30")], catalog=CATALOG)
@@ -129,15 +145,23 @@ def test_a_change_causes_a_slow_rule_that_fired_after_it_though_its_window_began
     (its window's start); the deploy still caused it. One that fired before the deploy did not."""
     window = "avg_over_time(vllm:spec_decode_draft_acceptance_rate[10m]) < 0.4"
     slow = make_alert("SpecDecodeAcceptanceLow", "01:36", expr=window, pod=POD, **LABELS)
-    before = make_alert("LLMRequestErrorsHigh", "01:29", expr="sum(rate(vllm:request_failure_total[10m])) > 1",
-                        pod=SIBLING, **LABELS)
+    before = make_alert(
+        "LLMRequestErrorsHigh",
+        "01:29",
+        expr="sum(rate(vllm:request_failure_total[10m])) > 1",
+        pod=SIBLING,
+        **LABELS,
+    )
     for order in ([deploy_change("01:30"), slow, before], [slow, before, deploy_change("01:30")]):
         incidents = correlate(order, catalog=CATALOG)
         incident = only(incidents, "Deploy vllm-llama v0.12")
         assert root_name(incident) == "Deploy vllm-llama v0.12"
         assert [e.rule for e in incident.edges] == ["change->any"]
         assert incident.edges[0].lag_seconds == 6 * 60  # from the deploy to when the rule fired
-        assert any(m.alertname == "SpecDecodeAcceptanceLow" and m.starts_at == clock("01:36") for m in incident.members)
+        assert any(
+            m.alertname == "SpecDecodeAcceptanceLow" and m.starts_at == clock("01:36")
+            for m in incident.members
+        )
         assert "LLMRequestErrorsHigh" not in names(incident)  # fired before the deploy
 
 
@@ -146,28 +170,47 @@ def test_a_root_whose_sibling_holds_the_causal_edge_is_explained_through_it():
     trouble to the TPOT breach (the later drop's). The earlier drop, the root, is explained
     through its sibling, not as linked to nothing."""
     window = "avg_over_time(vllm:spec_decode_draft_acceptance_rate[10m]) < 0.4"
-    first = make_alert("SpecDecodeAcceptanceDrop", "01:31", expr=window, pod=POD, model_name="llama", **LABELS)
-    second = make_alert("SpecDecodeAcceptanceDrop", "01:34", expr=window, pod=SIBLING, model_name="llama", **LABELS)
+    first = make_alert(
+        "SpecDecodeAcceptanceDrop", "01:31", expr=window, pod=POD, model_name="llama", **LABELS
+    )
+    second = make_alert(
+        "SpecDecodeAcceptanceDrop", "01:34", expr=window, pod=SIBLING, model_name="llama", **LABELS
+    )
     tpot = make_alert("LLMTPOTP99SLOBreach", "01:25", model_name="llama", **LABELS)
     [incident] = correlate([first, second, tpot], catalog=CATALOG)
     root = incident.member(incident.root.alert_key)
     assert root.scope.pod == POD
-    assert [incident.member(e.cause).scope.pod for e in incident.edges if e.rule.startswith("spec_decode")] == [SIBLING]
+    assert [
+        incident.member(e.cause).scope.pod for e in incident.edges if e.rule.startswith("spec_decode")
+    ] == [SIBLING]
     text = incident.root.explanation
     assert f"is the same trouble as SpecDecodeAcceptanceDrop on {SIBLING}" in text, text
-    assert "LLMTPOTP99SLOBreach" in text and "rule spec_decode->slo_tpot" in text and "no causal rule" not in text
+    assert (
+        "LLMTPOTP99SLOBreach" in text
+        and "rule spec_decode->slo_tpot" in text
+        and "no causal rule" not in text
+    )
 
 
 def test_change_elsewhere_is_not_a_suspect():
-    other = make_alert("LLMContainerOOMKilled", "02:00", pod="sglang-qwen-0", cluster="prod-a", namespace="llm")
+    other = make_alert(
+        "LLMContainerOOMKilled", "02:00", pod="sglang-qwen-0", cluster="prod-a", namespace="llm"
+    )
     incidents = correlate([deploy_change("01:50"), other], catalog=CATALOG)
     assert len(incidents) == 2
 
 
 def test_resolved_notification_updates_the_occurrence_end():
     firing = make_alert("LLMContainerOOMKilled", "02:00", pod=POD, **LABELS)
-    resolved = Alert(firing.fingerprint, firing.starts_at, firing.labels, firing.annotations,
-                     clock("02:05"), RESOLVED, firing.generator_url)
+    resolved = Alert(
+        firing.fingerprint,
+        firing.starts_at,
+        firing.labels,
+        firing.annotations,
+        clock("02:05"),
+        RESOLVED,
+        firing.generator_url,
+    )
     correlator = Correlator(CATALOG)
     correlator.add(firing)
     assert correlator.incident_of(firing.key).ended_at is None
@@ -183,7 +226,9 @@ def test_late_arrival_is_placed_by_event_time():
         correlator.add(alert)
     affected = correlator.add(chain[0])
     assert len(affected) == 1 and len(affected[0].members) == 6
-    assert [i.alert_keys for i in correlator.incidents()] == [i.alert_keys for i in correlate(chain, catalog=CATALOG)]
+    assert [i.alert_keys for i in correlator.incidents()] == [
+        i.alert_keys for i in correlate(chain, catalog=CATALOG)
+    ]
 
 
 def test_learned_pod_to_node_link_regroups_earlier_alerts():
@@ -197,7 +242,9 @@ def test_learned_pod_to_node_link_regroups_earlier_alerts():
     correlator.add(teacher)
     grouped = only(correlator.incidents(), "DCGMXidErrors")
     assert "LLMEngineContainerCrashLoop" in names(grouped)
-    assert [i.alert_keys for i in correlator.incidents()] == [i.alert_keys for i in correlate([teacher, xid, oom], catalog=CATALOG)]
+    assert [i.alert_keys for i in correlator.incidents()] == [
+        i.alert_keys for i in correlate([teacher, xid, oom], catalog=CATALOG)
+    ]
 
 
 def test_a_link_learned_hours_later_does_not_regroup_the_past():
@@ -259,7 +306,15 @@ def test_gpu_error_crash_and_metrics_down_chain_roots_at_the_xid():
     alerts = [
         make_alert("TargetDown", "03:06", pod=POD, job="vllm", **LABELS),
         make_alert("LLMEngineContainerCrashLoop", "03:03", pod=POD, **LABELS),
-        make_alert("DCGMXidErrors", "03:00", pod="dcgm-exporter-k2x4p", exported_pod=POD, Hostname="n3", gpu="0", **LABELS),
+        make_alert(
+            "DCGMXidErrors",
+            "03:00",
+            pod="dcgm-exporter-k2x4p",
+            exported_pod=POD,
+            Hostname="n3",
+            gpu="0",
+            **LABELS,
+        ),
     ]
     [incident] = correlate(alerts, catalog=CATALOG)
     assert root_name(incident) == "DCGMXidErrors"
@@ -275,15 +330,29 @@ def test_preemption_roots_an_itl_breach_on_its_model():
     assert incident.edges[0].rule == "preemption->slo_itl"
 
 
-
 def test_condensed_reach_counts_what_the_plain_walk_counts():
     rng = random.Random(5)
     for _ in range(200):
         size = rng.randint(1, 12)
-        members = [Member(f"k{i}", "f", "A", BASE_DAY, BASE_DAY, None, "engine", rng.choice(["oom", "restart", "queueing"]),
-                          "test", Scope()) for i in range(size)]
+        members = [
+            Member(
+                f"k{i}",
+                "f",
+                "A",
+                BASE_DAY,
+                BASE_DAY,
+                None,
+                "engine",
+                rng.choice(["oom", "restart", "queueing"]),
+                "test",
+                Scope(),
+            )
+            for i in range(size)
+        ]
         keys = [m.key for m in members]
-        edges = [Edge(rng.choice(keys), rng.choice(keys), "r", 1.0, "same_pod") for _ in range(rng.randint(0, 15))]
+        edges = [
+            Edge(rng.choice(keys), rng.choice(keys), "r", 1.0, "same_pod") for _ in range(rng.randint(0, 15))
+        ]
         links = [(rng.choice(keys), rng.choice(keys)) for _ in range(rng.randint(0, 15))]
         outgoing, neighbours = {}, {}
         for edge in edges:
@@ -313,8 +382,11 @@ def plain_tree(members, edges):
     incoming = {}
     for edge in edges:
         incoming.setdefault(edge.effect, []).append(edge)
-    return tuple(min(incoming[m.key], key=lambda e: (e.lag_seconds < 0, abs(e.lag_seconds), -depth[e.cause], e.cause))
-                 for m in members if m.key in incoming)
+    return tuple(
+        min(incoming[m.key], key=lambda e: (e.lag_seconds < 0, abs(e.lag_seconds), -depth[e.cause], e.cause))
+        for m in members
+        if m.key in incoming
+    )
 
 
 def plain_chain(members, edges, root):
@@ -347,11 +419,30 @@ def test_ranking_on_member_numbers_gives_the_tree_and_chain_of_the_plain_version
     rng = random.Random(8)
     for _ in range(300):
         size = rng.randint(2, 14)
-        members = [Member(f"k{i}", "f", "A", BASE_DAY, BASE_DAY, None, "engine", rng.choice(["oom", "restart", "queueing"]),
-                          "test", Scope(), depth=rng.choice([10, 50, 90])) for i in range(size)]
+        members = [
+            Member(
+                f"k{i}",
+                "f",
+                "A",
+                BASE_DAY,
+                BASE_DAY,
+                None,
+                "engine",
+                rng.choice(["oom", "restart", "queueing"]),
+                "test",
+                Scope(),
+                depth=rng.choice([10, 50, 90]),
+            )
+            for i in range(size)
+        ]
         keys = [m.key for m in members]
-        pairs = {(rng.choice(keys), rng.choice(keys)) for _ in range(rng.randint(0, 25))}  # cycles and self-loops too
-        edges = [Edge(cause, effect, "r", rng.choice([-60.0, -5.0, 5.0, 60.0, 120.0]), "same_pod") for cause, effect in sorted(pairs)]
+        pairs = {
+            (rng.choice(keys), rng.choice(keys)) for _ in range(rng.randint(0, 25))
+        }  # cycles and self-loops too
+        edges = [
+            Edge(cause, effect, "r", rng.choice([-60.0, -5.0, 5.0, 60.0, 120.0]), "same_pod")
+            for cause, effect in sorted(pairs)
+        ]
         links = [(rng.choice(keys), rng.choice(keys)) for _ in range(rng.randint(0, 10))]
         ranked = rank(members, edges, links, CATALOG)
         assert ranked.edges == plain_tree(members, edges)
@@ -371,7 +462,12 @@ def test_a_held_back_ranking_gives_the_members_and_incident_of_gives_the_ranking
     (held,) = engine.add_many(alerts, rank_if=hold)
     assert asked == [(ranked.id, len(ranked.members))]
     assert not held.ranked and held.edges == held.chain == held.root_candidates == ()
-    assert (held.id, held.members, held.started_at, held.ended_at) == (ranked.id, ranked.members, ranked.started_at, ranked.ended_at)
+    assert (held.id, held.members, held.started_at, held.ended_at) == (
+        ranked.id,
+        ranked.members,
+        ranked.started_at,
+        ranked.ended_at,
+    )
     assert ranked.ranked and ranked.chain and ranked.root is not None
     assert engine.incident_of(ranked.id) == ranked
 
@@ -389,11 +485,19 @@ def test_an_incident_ranks_as_rank_does_with_every_recorded_edge_made():
     for incident in correlator.incidents():
         entries = [correlator._entries[key] for key in incident.alert_keys]
         inside = set(entries)
-        edges = [record[5] or _made_edge(record) for entry in entries for record in entry.edges
-                 if record[0] in inside and record[1] in inside]
+        edges = [
+            record[5] or _made_edge(record)
+            for entry in entries
+            for record in entry.edges
+            if record[0] in inside and record[1] in inside
+        ]
         links = [(entry.key, other.key) for entry in entries for other in entry.links if other in inside]
         ranked = rank(list(incident.members), edges, links, CATALOG)
-        assert (ranked.edges, ranked.chain, ranked.candidates) == (incident.edges, incident.chain, incident.root_candidates)
+        assert (ranked.edges, ranked.chain, ranked.candidates) == (
+            incident.edges,
+            incident.chain,
+            incident.root_candidates,
+        )
         checked += len(edges) > len(incident.edges)
     assert checked  # some incident recorded more edges than its tree shows
 
@@ -407,28 +511,70 @@ def correlate_storm_alerts():
 def test_a_node_gone_not_ready_roots_its_pods_failures_and_its_target_down():
     node = "aks-a100pool-38476521-vmss000004"
     alerts = [
-        make_alert("LLMEngineTargetDown", "04:59", cluster="c1", namespace="phi", job="vllm-phi-4",
-                   pod="vllm-phi-4-6d9f7c8b5-x2k9m", node=node, expr='up{job=~"vllm-.*"} == 0'),
-        make_alert("KubeNodeNotReady", "05:00", cluster="c1", namespace="monitoring", job="kube-state-metrics",
-                   node=node, condition="Ready", status="true"),
-        make_alert("KubePodNotReady", "05:02", cluster="c1", namespace="phi", pod="vllm-phi-4-6d9f7c8b5-x2k9m"),
-        make_alert("KubePodCrashLooping", "05:03", cluster="c1", namespace="qwen", pod="sglang-qwen25-7b-5b8c7d6f9-mq4zn",
-                   node=node),
+        make_alert(
+            "LLMEngineTargetDown",
+            "04:59",
+            cluster="c1",
+            namespace="phi",
+            job="vllm-phi-4",
+            pod="vllm-phi-4-6d9f7c8b5-x2k9m",
+            node=node,
+            expr='up{job=~"vllm-.*"} == 0',
+        ),
+        make_alert(
+            "KubeNodeNotReady",
+            "05:00",
+            cluster="c1",
+            namespace="monitoring",
+            job="kube-state-metrics",
+            node=node,
+            condition="Ready",
+            status="true",
+        ),
+        make_alert(
+            "KubePodNotReady", "05:02", cluster="c1", namespace="phi", pod="vllm-phi-4-6d9f7c8b5-x2k9m"
+        ),
+        make_alert(
+            "KubePodCrashLooping",
+            "05:03",
+            cluster="c1",
+            namespace="qwen",
+            pod="sglang-qwen25-7b-5b8c7d6f9-mq4zn",
+            node=node,
+        ),
         # another node's pod: not on the lost node, a separate trouble
-        make_alert("KubePodNotReady", "05:03", cluster="c1", namespace="training", pod="finetune-lora-qwen-0",
-                   node="aks-systempool-11223344-vmss000001"),
+        make_alert(
+            "KubePodNotReady",
+            "05:03",
+            cluster="c1",
+            namespace="training",
+            pod="finetune-lora-qwen-0",
+            node="aks-systempool-11223344-vmss000001",
+        ),
     ]
     incidents = correlate(alerts, catalog=CATALOG)
     incident = only(incidents, "KubeNodeNotReady")
-    assert names(incident) == ["KubeNodeNotReady", "KubePodCrashLooping", "KubePodNotReady", "LLMEngineTargetDown"]
+    assert names(incident) == [
+        "KubeNodeNotReady",
+        "KubePodCrashLooping",
+        "KubePodNotReady",
+        "LLMEngineTargetDown",
+    ]
     assert root_name(incident) == "KubeNodeNotReady"
     assert {e.rule for e in incident.edges} >= {"node_not_ready->restart", "node_not_ready->target_down"}
 
 
 def test_a_gpu_fault_and_the_engine_target_on_its_host_are_one_incident_without_pod_labels():
     # bare-metal static targets: the engine is named only by `instance`, DCGM by `Hostname`
-    xid = make_alert("DCGMXidErrors", "07:00", job="dcgm", instance="10.20.1.11:9400", Hostname="gpu-node-3", gpu="0",
-                     err_code="79")
+    xid = make_alert(
+        "DCGMXidErrors",
+        "07:00",
+        job="dcgm",
+        instance="10.20.1.11:9400",
+        Hostname="gpu-node-3",
+        gpu="0",
+        err_code="79",
+    )
     down = make_alert("TRT-LLM server down", "07:04", job="trtllm", instance="gpu-node-3:8000")
     elsewhere = make_alert("TRT-LLM server down", "07:04", job="trtllm", instance="gpu-node-4:8000")
     by_ip = make_alert("TRT-LLM server down", "07:05", job="trtllm", instance="10.20.1.11:8000")

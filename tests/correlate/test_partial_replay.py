@@ -6,6 +6,7 @@ alerts). `_Replay` sends an alert through linking again only when its buckets or
 an alert of a group that a re-linked alert is in (now, or before the rollback); these tests feed
 the same streams with and without that shortcut and require every answer to be identical.
 """
+
 from __future__ import annotations
 
 import random
@@ -24,8 +25,18 @@ from correlate.rewind import _Replay
 from correlate.testing import BASE_DAY, label_fingerprint, make_change
 
 CATALOG = load_catalog(use_env=False)
-NAMES = ["LLMKVFragmentationHigh", "LLMKVCachePoolUtilizationHigh", "LLMContainerOOMKilled", "KubePodCrashLooping",
-         "LLMQueueWaitHigh", "LLMTTFTp99High", "DCGMXidErrors", "TargetDown", "LLMVllmPreemptionsHigh", "GPUMemoryHigh"]
+NAMES = [
+    "LLMKVFragmentationHigh",
+    "LLMKVCachePoolUtilizationHigh",
+    "LLMContainerOOMKilled",
+    "KubePodCrashLooping",
+    "LLMQueueWaitHigh",
+    "LLMTTFTp99High",
+    "DCGMXidErrors",
+    "TargetDown",
+    "LLMVllmPreemptionsHigh",
+    "GPUMemoryHigh",
+]
 
 
 def day(seed: int, size: int = 320) -> list[Alert]:
@@ -63,8 +74,10 @@ def day(seed: int, size: int = 320) -> list[Alert]:
             timed.append((ends, alert))
         else:
             timed.append((at, alert))
-    arrivals = [(at + timedelta(seconds=rng.uniform(60, 900) if rng.random() < 0.2 else rng.uniform(0, 30)), alert)
-                for at, alert in timed]
+    arrivals = [
+        (at + timedelta(seconds=rng.uniform(60, 900) if rng.random() < 0.2 else rng.uniform(0, 30)), alert)
+        for at, alert in timed
+    ]
     arrivals.sort(key=lambda pair: pair[0])
     return [alert for _, alert in arrivals]
 
@@ -75,7 +88,7 @@ def answers(alerts: list[Alert], batch: int, seed: int) -> list[str]:
     correlator = Correlator(CATALOG)
     out = []
     for start in range(0, len(alerts), batch):
-        out.append(repr(correlator.add_many(alerts[start:start + batch])))
+        out.append(repr(correlator.add_many(alerts[start : start + batch])))
         if rng.random() < 0.08:
             key = rng.choice(sorted(correlator._entries))
             out.append(repr(correlator.decide(Exclude(key))))
@@ -87,23 +100,38 @@ def relinking_everything(monkeypatch) -> None:
     monkeypatch.setattr(_Replay, "must_relink", lambda self, entry: True)
 
 
-@pytest.mark.parametrize("seed,batch", [(seed, 1) for seed in range(10)] + [(20 + seed, 7) for seed in range(6)])
+@pytest.mark.parametrize(
+    "seed,batch", [(seed, 1) for seed in range(10)] + [(20 + seed, 7) for seed in range(6)]
+)
 def test_a_partial_replay_answers_exactly_as_linking_everything_again(seed, batch, monkeypatch):
     alerts = day(seed)
     repeated = []
     must_relink = _Replay.must_relink
-    monkeypatch.setattr(_Replay, "must_relink", lambda self, entry: repeated.append(not must_relink(self, entry)) or not repeated[-1])
+    monkeypatch.setattr(
+        _Replay,
+        "must_relink",
+        lambda self, entry: repeated.append(not must_relink(self, entry)) or not repeated[-1],
+    )
     fast = answers(alerts, batch, seed)
     relinking_everything(monkeypatch)
     assert answers(alerts, batch, seed) == fast
     assert sum(repeated) > 10  # the shortcut is taken
 
 
-def test_an_alert_on_another_workload_repeats_and_one_on_the_late_alerts_workload_is_linked_again(monkeypatch):
+def test_an_alert_on_another_workload_repeats_and_one_on_the_late_alerts_workload_is_linked_again(
+    monkeypatch,
+):
     def alert(name: str, minute: int, workload: str) -> Alert:
-        labels = {"alertname": name, "cluster": "c1", "namespace": "llm", "model_name": workload,
-                  "pod": f"vllm-{workload}-7d9f8b6c5d-00001"}
-        return Alert(label_fingerprint(labels), BASE_DAY + timedelta(minutes=minute), labels, {}, None, FIRING, "")
+        labels = {
+            "alertname": name,
+            "cluster": "c1",
+            "namespace": "llm",
+            "model_name": workload,
+            "pod": f"vllm-{workload}-7d9f8b6c5d-00001",
+        }
+        return Alert(
+            label_fingerprint(labels), BASE_DAY + timedelta(minutes=minute), labels, {}, None, FIRING, ""
+        )
 
     early = [alert("LLMContainerOOMKilled", 10, "a"), alert("LLMContainerOOMKilled", 11, "b")]
     late = alert("LLMKVFragmentationHigh", 5, "a")
@@ -129,7 +157,9 @@ def replaying_the_plain_way(monkeypatch) -> None:
     monkeypatch.setattr(_Partition, "_replay_for", lambda self, suffix, touched: None)
 
 
-@pytest.mark.parametrize("seed,batch", [(40 + seed, 1) for seed in range(6)] + [(50 + seed, 5) for seed in range(4)])
+@pytest.mark.parametrize(
+    "seed,batch", [(40 + seed, 1) for seed in range(6)] + [(50 + seed, 5) for seed in range(4)]
+)
 def test_a_partial_replay_answers_exactly_as_a_full_rollback(seed, batch, monkeypatch):
     """A partial replay cuts back only the index buckets a re-linked alert reads or joins, and
     compares the incidents of the alerts a re-linked one reached; the plain way rolls back every
@@ -137,15 +167,21 @@ def test_a_partial_replay_answers_exactly_as_a_full_rollback(seed, batch, monkey
     alerts = day(seed)
     cuts = []
     cut_for = _Partition._cut_for
-    monkeypatch.setattr(_Partition, "_cut_for", lambda self, x, cut: cuts.append(len(cut)) or cut_for(self, x, cut))
+    monkeypatch.setattr(
+        _Partition, "_cut_for", lambda self, x, cut: cuts.append(len(cut)) or cut_for(self, x, cut)
+    )
     fast = answers(alerts, batch, seed)
     assert sum(1 for n in cuts if n) > 10  # later re-linked alerts found buckets already cut
     replaying_the_plain_way(monkeypatch)
     assert answers(alerts, batch, seed) == fast
 
 
-@pytest.mark.parametrize("seed,batch,storm", [(60 + seed, 1, 256) for seed in range(6)] + [(70 + seed, 5, 256) for seed in range(3)]
-                         + [(80 + seed, 1, 6) for seed in range(3)])
+@pytest.mark.parametrize(
+    "seed,batch,storm",
+    [(60 + seed, 1, 256) for seed in range(6)]
+    + [(70 + seed, 5, 256) for seed in range(3)]
+    + [(80 + seed, 1, 6) for seed in range(3)],
+)
 def test_only_alerts_a_relinked_one_reached_can_have_another_incident(seed, batch, storm, monkeypatch):
     """add_many() returns the incidents that changed; a partial replay compares the incident
     signatures of alerts linked again or tainted only (all, once a storm's group is tainted: the

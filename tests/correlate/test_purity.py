@@ -6,17 +6,38 @@ from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[2]
 FORBIDDEN = ("django", "celery", "rest_framework", "incidents", "rootline")
-ENGINE_MODULES = ["correlate", "correlate.engine", "correlate.catalog", "correlate.classify", "correlate.topology",
-                  "correlate.timing", "correlate.ranking", "correlate.results", "correlate.io", "correlate.scoring",
-                  "correlate.cli", "correlate.score", "correlate.testing", "correlate.events", "correlate.batch",
-                  "correlate.partition", "correlate.rewind", "correlate.linking", "correlate.assembly", "correlate.entries",
-                  "correlate.pagerduty", "correlate.ingest"]
+ENGINE_MODULES = [
+    "correlate",
+    "correlate.engine",
+    "correlate.catalog",
+    "correlate.classify",
+    "correlate.topology",
+    "correlate.timing",
+    "correlate.ranking",
+    "correlate.results",
+    "correlate.io",
+    "correlate.scoring",
+    "correlate.cli",
+    "correlate.score",
+    "correlate.testing",
+    "correlate.events",
+    "correlate.batch",
+    "correlate.partition",
+    "correlate.rewind",
+    "correlate.linking",
+    "correlate.assembly",
+    "correlate.entries",
+    "correlate.pagerduty",
+    "correlate.ingest",
+]
 
 
 def test_importing_the_engine_loads_no_django_celery_or_app_module():
-    code = ("import importlib, json, sys\n"
-            f"for m in {ENGINE_MODULES!r}: importlib.import_module(m)\n"
-            "print(json.dumps(sorted(sys.modules)))")
+    code = (
+        "import importlib, json, sys\n"
+        f"for m in {ENGINE_MODULES!r}: importlib.import_module(m)\n"
+        "print(json.dumps(sorted(sys.modules)))"
+    )
     out = subprocess.run([sys.executable, "-c", code], cwd=ROOT, capture_output=True, text=True, check=True)
     loaded = json.loads(out.stdout)
     offenders = [m for m in loaded if m.split(".")[0] in FORBIDDEN]

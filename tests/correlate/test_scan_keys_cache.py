@@ -1,19 +1,19 @@
 """The scan's bucket keys are cached per (scope, nodes, GPUs) for the time between two pod links on
 those nodes/GPUs; the cached answer must be the one computed afresh, whatever the topology learns
 later and whatever time the next alert of that scope has."""
+
 from __future__ import annotations
 
 import random
 
 import pytest
+from test_partial_replay import day
 
-from correlate.catalog import load_catalog
 from correlate.batch import correlate
+from correlate.catalog import load_catalog
 from correlate.engine import Correlator
 from correlate.events import Alert
 from correlate.testing import label_fingerprint
-
-from test_partial_replay import day
 
 
 def shared_label_sets(seed: int) -> list[Alert]:
@@ -22,10 +22,18 @@ def shared_label_sets(seed: int) -> list[Alert]:
     alerts = {}
     for alert in day(seed):
         labels = {k: v for k, v in alert.labels.items() if k != "n"}
-        again = Alert(label_fingerprint(labels), alert.starts_at, labels, alert.annotations, alert.ends_at, alert.status,
-                      alert.generator_url)
+        again = Alert(
+            label_fingerprint(labels),
+            alert.starts_at,
+            labels,
+            alert.annotations,
+            alert.ends_at,
+            alert.status,
+            alert.generator_url,
+        )
         alerts.setdefault((again.key, again.status), again)
     return list(alerts.values())
+
 
 CATALOG = load_catalog(use_env=False)
 
@@ -46,7 +54,7 @@ def test_cached_scan_keys_are_the_keys_computed_afresh_as_links_are_learned(seed
     correlator = Correlator(CATALOG)
     hits = 0
     for start in range(0, len(alerts), 5):
-        correlator.add_many(alerts[start:start + 5])
+        correlator.add_many(alerts[start : start + 5])
         for partition in correlator._partitions.values():
             processed = [e for e in partition.entries if e.index_keys or e.mode == "change"]
             for entry in rng.sample(processed, min(len(processed), 30)):
@@ -76,11 +84,14 @@ def test_the_keys_an_alert_last_scanned_are_its_keys_now_while_its_links_are_the
     correlator = Correlator(CATALOG)
     reused = 0
     for start in range(0, len(alerts), 5):
-        correlator.add_many(alerts[start:start + 5])
+        correlator.add_many(alerts[start : start + 5])
         for partition in correlator._partitions.values():
             for entry in partition.entries:
                 if entry.index_keys:
-                    reused += (partition.topology.version != entry.scan_version and bool(entry.nodes or entry.gpus)
-                               and partition._links_unchanged_since(entry, entry.scan_version))
+                    reused += (
+                        partition.topology.version != entry.scan_version
+                        and bool(entry.nodes or entry.gpus)
+                        and partition._links_unchanged_since(entry, entry.scan_version)
+                    )
                     assert list(partition._scan_keys_now(entry)) == list(afresh(partition, entry))
     assert reused > 100

@@ -1,11 +1,22 @@
 """Bands and crossings with hysteresis (pure: no Django)."""
+
 from __future__ import annotations
 
 import math
 import random
 
 from correlate.catalog import Band, load_catalog
-from correlate.series import GREEN, RED, YELLOW, Hysteresis, Series, all_crossings, banded, classify, crossings
+from correlate.series import (
+    GREEN,
+    RED,
+    YELLOW,
+    Hysteresis,
+    Series,
+    all_crossings,
+    banded,
+    classify,
+    crossings,
+)
 
 BANDS = load_catalog(use_env=False).bands
 KV = BANDS["kv_pool_usage"]
@@ -20,7 +31,9 @@ def ramp(values, step=15.0):
 def test_classify_above_and_below_with_the_line_on_the_worse_side():
     assert [classify(KV, v) for v in (0.5, 0.70, 0.8, 0.85, 0.99)] == [GREEN, YELLOW, YELLOW, RED, RED]
     assert [classify(HEADROOM, v) for v in (4096, 2048, 1500, 1024, 10)] == [GREEN, YELLOW, YELLOW, RED, RED]
-    assert classify(BANDS["kv_fragmentation"], 0.3) == RED and classify(BANDS["kv_fragmentation"], 0.2) == GREEN
+    assert (
+        classify(BANDS["kv_fragmentation"], 0.3) == RED and classify(BANDS["kv_fragmentation"], 0.2) == GREEN
+    )
     assert classify(KV, math.nan) == GREEN
 
 
@@ -103,10 +116,16 @@ def test_a_band_without_yellow_goes_straight_to_red():
 
 def test_a_rootline_catalog_override_file_moves_a_band_and_its_crossings(tmp_path, monkeypatch):
     override = tmp_path / "team.yaml"
-    override.write_text("bands:\n  kv_pool_usage:\n    red: 0.95\n    yellow: 0.90\n  queue_wait:\n    direction: above\n    red: 0.5\n")
+    override.write_text(
+        "bands:\n  kv_pool_usage:\n    red: 0.95\n    yellow: 0.90\n  queue_wait:\n    direction: above\n    red: 0.5\n"
+    )
     monkeypatch.setenv("ROOTLINE_CATALOG", str(override))
     bands = load_catalog().bands
-    assert (bands["kv_pool_usage"].red, bands["kv_pool_usage"].yellow, bands["kv_pool_usage"].title) == (0.95, 0.90, "KV-cache pool usage")
+    assert (bands["kv_pool_usage"].red, bands["kv_pool_usage"].yellow, bands["kv_pool_usage"].title) == (
+        0.95,
+        0.90,
+        "KV-cache pool usage",
+    )
     assert bands["queue_wait"].red == 0.5 and bands["queue_wait"].yellow == 0.100
     series = Series(1, "kv_pool_usage", {}, ramp([0.5] * 8 + [0.88] * 8 + [0.96] * 8))
     assert [c.to for c in crossings(series, KV)] == [RED]

@@ -1,5 +1,6 @@
 """The scenario simulator: determinism, seed variation, and files that parse as their real
 counterparts do (Alertmanager v4 bodies, PagerDuty change events, OpenMetrics for promtool)."""
+
 from __future__ import annotations
 
 import json
@@ -63,8 +64,24 @@ def test_list_names_every_scenario(capsys) -> None:
 
 def test_cli_module_runs_as_a_script(tmp_path) -> None:
     repo = Path(__file__).resolve().parents[2]
-    proc = subprocess.run([sys.executable, "-m", "correlate.simulator", "--scenario", "hot-instance", "--start",
-                           START, "--seed", "4", "--out", str(tmp_path)], cwd=repo, capture_output=True, text=True)
+    proc = subprocess.run(
+        [
+            sys.executable,
+            "-m",
+            "correlate.simulator",
+            "--scenario",
+            "hot-instance",
+            "--start",
+            START,
+            "--seed",
+            "4",
+            "--out",
+            str(tmp_path),
+        ],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+    )
     assert proc.returncode == 0, proc.stderr
     assert sorted(os.listdir(tmp_path)) == sorted(simulator.OUTPUT_FILES)
 
@@ -73,9 +90,25 @@ def test_output_does_not_depend_on_the_interpreter_hash_seed(tmp_path) -> None:
     repo = Path(__file__).resolve().parents[2]
     for hash_seed in ("0", "4242"):
         env = dict(os.environ, PYTHONHASHSEED=hash_seed)
-        subprocess.run([sys.executable, "-m", "correlate.simulator", "--scenario", "fleet-day", "--start", START,
-                        "--seed", "3", "--out", str(tmp_path / hash_seed)], cwd=repo, env=env, check=True,
-                       capture_output=True)
+        subprocess.run(
+            [
+                sys.executable,
+                "-m",
+                "correlate.simulator",
+                "--scenario",
+                "fleet-day",
+                "--start",
+                START,
+                "--seed",
+                "3",
+                "--out",
+                str(tmp_path / hash_seed),
+            ],
+            cwd=repo,
+            env=env,
+            check=True,
+            capture_output=True,
+        )
     for f in simulator.OUTPUT_FILES:
         assert (tmp_path / "0" / f).read_bytes() == (tmp_path / "4242" / f).read_bytes(), f
 
@@ -105,8 +138,13 @@ def test_manage_py_simulate_lists_the_scenarios() -> None:
     repo = Path(__file__).resolve().parents[2]
     if not (repo / "manage.py").exists():
         pytest.skip("the Django project is not there yet")
-    proc = subprocess.run([sys.executable, "manage.py", "simulate", "--list"], cwd=repo, capture_output=True,
-                          text=True, timeout=120)
+    proc = subprocess.run(
+        [sys.executable, "manage.py", "simulate", "--list"],
+        cwd=repo,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert [line.split("\t")[0] for line in proc.stdout.splitlines()] == SCENARIOS
 
@@ -140,8 +178,18 @@ def test_alert_bodies_are_alertmanager_v4(runs, name) -> None:
     bodies = _bodies(runs[name])
     assert bodies
     for body in bodies:
-        assert list(body) == ["receiver", "status", "alerts", "groupLabels", "commonLabels", "commonAnnotations",
-                              "externalURL", "version", "groupKey", "truncatedAlerts"]
+        assert list(body) == [
+            "receiver",
+            "status",
+            "alerts",
+            "groupLabels",
+            "commonLabels",
+            "commonAnnotations",
+            "externalURL",
+            "version",
+            "groupKey",
+            "truncatedAlerts",
+        ]
         assert body["version"] == "4" and body["truncatedAlerts"] == 0
         assert body["groupKey"].startswith("{}") and ":{" in body["groupKey"]
         statuses = {a["status"] for a in body["alerts"]}
@@ -169,8 +217,13 @@ def test_truth_names_only_delivered_alerts_and_sent_changes(runs, name) -> None:
     d = runs[name]
     truth = json.loads((d / "truth.json").read_text())
     occ = _occurrences(d)
-    changes = {(event_fingerprint(source=c["payload"]["source"], summary=c["payload"]["summary"]),
-                c["payload"]["timestamp"]) for c in _jsonl(d / "changes.jsonl")}
+    changes = {
+        (
+            event_fingerprint(source=c["payload"]["source"], summary=c["payload"]["summary"]),
+            c["payload"]["timestamp"],
+        )
+        for c in _jsonl(d / "changes.jsonl")
+    }
     seen = []
     assert truth["incidents"]
     for inc in truth["incidents"]:
@@ -193,7 +246,13 @@ def test_change_events_are_pagerduty_change_events(runs, name) -> None:
         p = c["payload"]
         assert set(p) == {"summary", "timestamp", "source", "custom_details"}
         _parse(p["timestamp"])
-        assert p["custom_details"]["change_type"] in {"rollout", "rollback", "config", "threshold_edit", "deploy"}
+        assert p["custom_details"]["change_type"] in {
+            "rollout",
+            "rollback",
+            "config",
+            "threshold_edit",
+            "deploy",
+        }
         assert all(isinstance(v, str) for v in p["custom_details"].values())
         assert {"cluster", "author"} <= set(p["custom_details"])
         for link in c["links"]:
@@ -204,12 +263,28 @@ def test_change_events_are_pagerduty_change_events(runs, name) -> None:
 def test_actions_name_firing_delivered_occurrences(runs, name) -> None:
     d = runs[name]
     occ = _occurrences(d)
-    known = {"acknowledge", "assign", "note", "severity", "resolve", "reopen", "mitigate", "merge", "split",
-             "exclude_alert", "false_positive", "degrade"}
+    known = {
+        "acknowledge",
+        "assign",
+        "note",
+        "severity",
+        "resolve",
+        "reopen",
+        "mitigate",
+        "merge",
+        "split",
+        "exclude_alert",
+        "false_positive",
+        "degrade",
+    }
     actions = _jsonl(d / "actions.jsonl")
     assert actions
-    ends = {(x["fingerprint"], x["startsAt"]): _parse(x["endsAt"]) for b in _bodies(d) for x in b["alerts"]
-            if x["status"] == "resolved"}
+    ends = {
+        (x["fingerprint"], x["startsAt"]): _parse(x["endsAt"])
+        for b in _bodies(d)
+        for x in b["alerts"]
+        if x["status"] == "resolved"
+    }
     last = None
     for a in actions:
         assert a["action"] in known and a["by"]
@@ -262,7 +337,18 @@ def test_promtool_accepts_metrics(runs, tmp_path, name) -> None:
         if os.environ.get("REQUIRE_SERVICES") == "1":
             pytest.fail("promtool not found")
         pytest.skip("promtool not installed")
-    proc = subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(runs[name] / "metrics.om"),
-                           str(tmp_path / "data")], capture_output=True, text=True, timeout=120)
+    proc = subprocess.run(
+        [
+            promtool,
+            "tsdb",
+            "create-blocks-from",
+            "openmetrics",
+            str(runs[name] / "metrics.om"),
+            str(tmp_path / "data"),
+        ],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert proc.returncode == 0, proc.stderr[-2000:]
     assert list((tmp_path / "data").iterdir())

@@ -1,5 +1,6 @@
 """The simulator's replay of Alertmanager: fingerprints as Alertmanager computes them, and the
 dispatcher's group_wait / group_interval / repeat_interval / send_resolved behaviour."""
+
 from __future__ import annotations
 
 import json
@@ -12,11 +13,26 @@ T0 = 1_773_446_400 * NS  # 2026-03-14T00:00:00Z
 
 def test_fingerprints_match_real_alertmanager_0_25_bodies() -> None:
     # from the testbed's recorded bodies (tests/fixtures-like samples of a live Alertmanager 0.25)
-    frag = {"alertname": "KVCacheFragmentationHigh", "cluster": "testbed", "instance": "127.0.0.1:53573",
-            "job": "llm-exporter", "namespace": "llm-serving", "pod": "pod-2", "severity": "warning"}
-    mem = {"Hostname": "gpu-node-1", "alertname": "GPUMemoryHigh", "cluster": "testbed", "gpu": "0",
-           "instance": "127.0.0.1:53573", "job": "llm-exporter", "namespace": "llm-serving", "pod": "pod-2",
-           "severity": "critical"}
+    frag = {
+        "alertname": "KVCacheFragmentationHigh",
+        "cluster": "testbed",
+        "instance": "127.0.0.1:53573",
+        "job": "llm-exporter",
+        "namespace": "llm-serving",
+        "pod": "pod-2",
+        "severity": "warning",
+    }
+    mem = {
+        "Hostname": "gpu-node-1",
+        "alertname": "GPUMemoryHigh",
+        "cluster": "testbed",
+        "gpu": "0",
+        "instance": "127.0.0.1:53573",
+        "job": "llm-exporter",
+        "namespace": "llm-serving",
+        "pod": "pod-2",
+        "severity": "critical",
+    }
     assert am_fingerprint(frag) == "8689346a565689f7"
     assert am_fingerprint(mem) == "066cdeb743e7c51f"
 
@@ -28,16 +44,28 @@ def test_go_time_trims_trailing_zeros_like_rfc3339nano() -> None:
     assert go_time(T0 + 123_456_789) == "2026-03-14T00:00:00.123456789Z"
 
 
-def _occ(name: str, starts_s: float, ends_s: float | None, arrival_s: float | None = None, **labels: str) -> Occurrence:
+def _occ(
+    name: str, starts_s: float, ends_s: float | None, arrival_s: float | None = None, **labels: str
+) -> Occurrence:
     ls = {"alertname": name, "cluster": "c1", "severity": "warning", **labels}
     starts = T0 + int(starts_s * NS)
-    return Occurrence(labels=ls, annotations={"summary": name}, starts=starts,
-                      ends=None if ends_s is None else T0 + int(ends_s * NS), generator_url="http://p/graph",
-                      fingerprint=am_fingerprint(ls), arrival=T0 + int((arrival_s if arrival_s is not None
-                                                                        else starts_s + 0.1) * NS), am="am")
+    return Occurrence(
+        labels=ls,
+        annotations={"summary": name},
+        starts=starts,
+        ends=None if ends_s is None else T0 + int(ends_s * NS),
+        generator_url="http://p/graph",
+        fingerprint=am_fingerprint(ls),
+        arrival=T0 + int((arrival_s if arrival_s is not None else starts_s + 0.1) * NS),
+        am="am",
+    )
 
 
-CFG = {"am": AlertmanagerConfig("am", "http://am", (Route("rootline", ("alertname", "cluster"), 30, 300, 4 * 3600),))}
+CFG = {
+    "am": AlertmanagerConfig(
+        "am", "http://am", (Route("rootline", ("alertname", "cluster"), 30, 300, 4 * 3600),)
+    )
+}
 
 
 def _at(d) -> float:
@@ -79,10 +107,16 @@ def test_an_alert_that_fired_and_cleared_unseen_is_never_sent() -> None:
 
 
 def test_child_route_group_key_names_its_matchers() -> None:
-    cfg = {"am": AlertmanagerConfig("am", "http://am", (
-        Route("pager", ("...",), 10, 60, 3600, (("severity", "critical"),)),
-        Route("rootline", ("alertname",), 30, 300, 3600),
-    ))}
+    cfg = {
+        "am": AlertmanagerConfig(
+            "am",
+            "http://am",
+            (
+                Route("pager", ("...",), 10, 60, 3600, (("severity", "critical"),)),
+                Route("rootline", ("alertname",), 30, 300, 3600),
+            ),
+        )
+    }
     occ = _occ("Crit", 0, None, severity="critical")
     (d,) = simulate(cfg, [occ], T0 + 100 * NS)
     assert d.body["receiver"] == "pager"

@@ -1,12 +1,13 @@
 """The simulator's metrics agree with its alerts (series cross the rules' thresholds before the
 alerts start), the March timeline holds, and the labelled set is as hard as the brief asks."""
+
 from __future__ import annotations
 
 import json
 import os
 import re
 from collections import Counter, defaultdict
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 
@@ -17,10 +18,14 @@ from correlate.simulator.world import metric_name
 
 START = "2026-03-14T00:00:00Z"
 SEED = int(os.environ.get("SIMULATOR_SEED", "1"))
-LINE = re.compile(r'^([^{ ]+)\{(.*)\} (\S+) (\S+)$')
+LINE = re.compile(r"^([^{ ]+)\{(.*)\} (\S+) (\S+)$")
 LABEL = re.compile(r'([a-zA-Z_][a-zA-Z0-9_]*)="((?:[^"\\]|\\.)*)"')
-GAUGES = {"kv": "vllm:kv_cache_usage_perc", "frag": "llm_kv_cache_fragmentation_ratio",
-          "waiting": "vllm:num_requests_waiting", "running": "vllm:num_requests_running"}
+GAUGES = {
+    "kv": "vllm:kv_cache_usage_perc",
+    "frag": "llm_kv_cache_fragmentation_ratio",
+    "waiting": "vllm:num_requests_waiting",
+    "running": "vllm:num_requests_running",
+}
 
 
 def _series(text: str, names: set[str]) -> dict[tuple[str, str], list[tuple[float, float]]]:
@@ -76,7 +81,11 @@ def test_watched_gauges_cross_their_thresholds_before_alerts_start(stories, name
             continue
         starts = occ.starts / NS
         for pod in keys:
-            family = GAUGES.get(signal, "") if signal == "frag" else metric_name(occ.dep.engine, GAUGES.get(signal, ""))
+            family = (
+                GAUGES.get(signal, "")
+                if signal == "frag"
+                else metric_name(occ.dep.engine, GAUGES.get(signal, ""))
+            )
             points = _fb_ratio(series, pod) if signal == "fb" else series.get((family, pod), [])
             assert points, (name, occ.labels["alertname"], pod)
             value = _at_or_before(points, starts)
@@ -89,13 +98,22 @@ def test_watched_gauges_cross_their_thresholds_before_alerts_start(stories, name
                 crossing = [t for t, v in points if (v > threshold if direction == "up" else v < threshold)]
                 assert crossing and crossing[0] <= starts
             checked += 1
-    if name not in ("numeric-nan", "spec-decode-tpot", "rollout-crashloop", "gpu-xid-crash", "preemption-itl"):
+    if name not in (
+        "numeric-nan",
+        "spec-decode-tpot",
+        "rollout-crashloop",
+        "gpu-xid-crash",
+        "preemption-itl",
+    ):
         assert checked, "the scenario has gauge-watching alerts"
 
 
-HISTS = {"ttft": "vllm:time_to_first_token_seconds", "tpot": "vllm:request_time_per_output_token_seconds",
-         "itl": "vllm:inter_token_latency_seconds"}
-BUCKET = re.compile(r'^([^{ ]+)_bucket\{(.*)\} (\S+) (\S+)$')
+HISTS = {
+    "ttft": "vllm:time_to_first_token_seconds",
+    "tpot": "vllm:request_time_per_output_token_seconds",
+    "itl": "vllm:inter_token_latency_seconds",
+}
+BUCKET = re.compile(r"^([^{ ]+)_bucket\{(.*)\} (\S+) (\S+)$")
 
 
 def _buckets(text: str, fam: str) -> dict[str, dict[float, list[tuple[float, float]]]]:
@@ -160,8 +178,15 @@ def test_rates_and_latency_quantiles_cross_before_alerts_start(stories, name) ->
 def test_march_gpu_memory_crosses_85_percent_at_t_plus_30m(stories) -> None:
     story, files = stories["march-oom"]
     T = (day_start(parse_start(START)) + 1 * HOUR) / NS
-    series = _series(files["metrics.om"], {"DCGM_FI_DEV_FB_USED", "DCGM_FI_DEV_FB_FREE",
-                                           "llm_kv_cache_fragmentation_ratio", "vllm:kv_cache_usage_perc"})
+    series = _series(
+        files["metrics.om"],
+        {
+            "DCGM_FI_DEV_FB_USED",
+            "DCGM_FI_DEV_FB_FREE",
+            "llm_kv_cache_fragmentation_ratio",
+            "vllm:kv_cache_usage_perc",
+        },
+    )
     pods = sorted({pod for (fam, pod) in series if fam == "DCGM_FI_DEV_FB_USED"})
     ratios = {pod: _fb_ratio(series, pod) for pod in pods}
     first_cross = min(t for pts in ratios.values() for t, v in pts if v > 0.85)
@@ -183,10 +208,15 @@ def test_march_gpu_memory_crosses_85_percent_at_t_plus_30m(stories) -> None:
     change = json.loads(files["changes.jsonl"].splitlines()[0])
     assert change["payload"]["custom_details"]["change_type"] == "threshold_edit"
     assert change["payload"]["custom_details"]["reviewed"] == "false"
-    assert datetime.fromisoformat(change["payload"]["timestamp"].replace("Z", "+00:00")).timestamp() == T + 600
+    assert (
+        datetime.fromisoformat(change["payload"]["timestamp"].replace("Z", "+00:00")).timestamp() == T + 600
+    )
     assert {m["starts_at"] for m in inc["alerts"]} >= {change["payload"]["timestamp"]}
-    ooms = sorted(datetime.fromisoformat(m["startsAt"].replace("Z", "+00:00")).timestamp()
-                  for m in names.values() if "oom" in m["labels"]["alertname"].lower())
+    ooms = sorted(
+        datetime.fromisoformat(m["startsAt"].replace("Z", "+00:00")).timestamp()
+        for m in names.values()
+        if "oom" in m["labels"]["alertname"].lower()
+    )
     assert ooms and T + 59 * 60 < ooms[0] < T + 63 * 60
     actions = [json.loads(x) for x in files["actions.jsonl"].splitlines()]
     by_action = {a["action"]: a for a in actions}
@@ -237,8 +267,9 @@ def test_fleet_day_is_at_least_as_hard_as_a_real_fleet(stories) -> None:
     assert max(noise_fps.values()) >= 2, "a flapping noise alert"
     assert any(n >= 3 for n in appearances.values()), "re-sent occurrences"
     assert any(b["status"] == "resolved" for b in bodies)
-    assert any(len({a["labels"].get("model_name") for a in b["alerts"]} - {None}) > 1 for b in bodies) or \
-        any(len({tuple(sorted(a["labels"].items())) for a in b["alerts"]}) > 1 for b in bodies)
+    assert any(len({a["labels"].get("model_name") for a in b["alerts"]} - {None}) > 1 for b in bodies) or any(
+        len({tuple(sorted(a["labels"].items())) for a in b["alerts"]}) > 1 for b in bodies
+    )
     # a cause delivered late: some root reaches the receiver after one of its effects did
     first_body = {}
     for i, b in enumerate(bodies):
@@ -247,8 +278,10 @@ def test_fleet_day_is_at_least_as_hard_as_a_real_fleet(stories) -> None:
     late = 0
     for inc in incidents:
         root = (inc["root"]["fingerprint"], inc["root"]["starts_at"])
-        if root in first_body and any(first_body.get((m["fingerprint"], m["starts_at"]), 1 << 30) < first_body[root]
-                                      for m in inc["alerts"]):
+        if root in first_body and any(
+            first_body.get((m["fingerprint"], m["starts_at"]), 1 << 30) < first_body[root]
+            for m in inc["alerts"]
+        ):
             late += 1
     assert late >= 2
     changes = [json.loads(x) for x in files["changes.jsonl"].splitlines()]
@@ -264,7 +297,7 @@ def test_fleet_day_seeds_keep_their_shape(seed) -> None:
     assert len(truth["incidents"]) >= 8
     assert len(truth["noise"]) >= 8
     assert len(files["metrics.om"]) < 16_000_000
-    assert datetime.fromtimestamp(story.occs[0].starts / NS, timezone.utc).date().isoformat() == "2026-03-14"
+    assert datetime.fromtimestamp(story.occs[0].starts / NS, UTC).date().isoformat() == "2026-03-14"
     assert MINUTE
 
 
@@ -321,19 +354,27 @@ def test_event_and_ratio_rules_agree_with_the_series(stories, name) -> None:
             assert _increase(restarts[1], t, 600) >= 1, ctx
             if occ.kind != "engine_restart":
                 reason = "OOMKilled" if occ.kind == "oom_killed" else "Error"
-                (last,) = _pick(series, "kube_pod_container_status_last_terminated_reason", pod=labels["pod"],
-                                reason=reason)
+                (last,) = _pick(
+                    series,
+                    "kube_pod_container_status_last_terminated_reason",
+                    pod=labels["pod"],
+                    reason=reason,
+                )
                 assert _at_or_before(last[1], t) == 1, ctx
         elif occ.kind == "crashloop":
             (waiting,) = _pick(series, "kube_pod_container_status_waiting_reason", pod=labels["pod"])
             assert any(t - 300 <= ts <= t for ts, _ in waiting[1]), ctx
             assert waiting[1][0][0] <= t - 14 * 60, "CrashLoopBackOff held for the rule's 15m"
         elif occ.kind == "target_down":
-            ups = _pick(series, "up", job=labels["job"], namespace=labels["namespace"], service=labels["service"])
+            ups = _pick(
+                series, "up", job=labels["job"], namespace=labels["namespace"], service=labels["service"]
+            )
             values = [_at_or_before(pts, t) for _, pts in ups]
             assert values.count(0) / len(values) > 0.10, ctx
         elif occ.kind == "replicas":
-            (avail,) = _pick(series, "kube_deployment_status_replicas_available", deployment=labels["deployment"])
+            (avail,) = _pick(
+                series, "kube_deployment_status_replicas_available", deployment=labels["deployment"]
+            )
             assert _at_or_before(avail[1], t) < occ.dep.replicas, ctx
         elif occ.kind in ("xid", "ecc"):
             pod_key = "exported_pod" if "exported_pod" in labels else "pod"
@@ -359,14 +400,22 @@ def test_event_and_ratio_rules_agree_with_the_series(stories, name) -> None:
             live = [r for r in rates.values() if r > 0]
             assert rates[labels["pod"]] / (sum(live) / len(live)) > 2, (ctx, dict(rates))
         elif occ.kind == "errors":
-            parts = _pick(series, "http_requests_total", namespace=labels["namespace"], service=labels["service"])
+            parts = _pick(
+                series, "http_requests_total", namespace=labels["namespace"], service=labels["service"]
+            )
             bad = sum(_increase(pts, t, 300) or 0 for ls, pts in parts if ls["status"] == "5xx")
             total = sum(_increase(pts, t, 300) or 0 for ls, pts in parts)
             assert bad / total > 0.02, ctx
         elif occ.kind == "repetition":
-            parts = _pick(series, "vllm:request_success_total", namespace=labels["namespace"],
-                          model_name=labels["model_name"])
-            rep = sum(_increase(pts, t, 600) or 0 for ls, pts in parts if ls["finished_reason"] == "repetition")
+            parts = _pick(
+                series,
+                "vllm:request_success_total",
+                namespace=labels["namespace"],
+                model_name=labels["model_name"],
+            )
+            rep = sum(
+                _increase(pts, t, 600) or 0 for ls, pts in parts if ls["finished_reason"] == "repetition"
+            )
             total = sum(_increase(pts, t, 600) or 0 for ls, pts in parts)
             assert rep / total > 0.05, ctx
         elif occ.kind == "disconnects":
@@ -376,23 +425,56 @@ def test_event_and_ratio_rules_agree_with_the_series(stories, name) -> None:
             assert dc / total > 0.05, ctx
         elif occ.kind == "ghost":
             fam = metric_name(engine, "vllm:request_success") + "_total"
-            done = sum((_increase(pts, t, 300) or 0) / 300 for _, pts in _pick(series, fam, pod=labels["pod"]))
+            done = sum(
+                (_increase(pts, t, 300) or 0) / 300 for _, pts in _pick(series, fam, pod=labels["pod"])
+            )
             assert done < 1, (ctx, done)
         else:
             continue
         seen_kinds.add(occ.kind)
-    expected = {"gpu-xid-crash": {"xid", "crashloop", "target_down", "engine_restart"},
-                "numeric-nan": {"repetition", "errors"}, "spec-decode-tpot": {"spec"},
-                "rollout-crashloop": {"crashloop", "replicas"}, "config-oom": {"cuda_oom"},
-                "ghost-requests": {"disconnects", "ghost"}, "hot-instance": {"hot"},
-                "frag-oom": {"oom_killed", "crashloop"}, "march-oom": {"oom_killed", "crashloop"}}
+    expected = {
+        "gpu-xid-crash": {"xid", "crashloop", "target_down", "engine_restart"},
+        "numeric-nan": {"repetition", "errors"},
+        "spec-decode-tpot": {"spec"},
+        "rollout-crashloop": {"crashloop", "replicas"},
+        "config-oom": {"cuda_oom"},
+        "ghost-requests": {"disconnects", "ghost"},
+        "hot-instance": {"hot"},
+        "frag-oom": {"oom_killed", "crashloop"},
+        "march-oom": {"oom_killed", "crashloop"},
+    }
     assert expected.get(name, set()) <= seen_kinds
 
 
-PROMQL_WORDS = {"sum", "by", "rate", "increase", "histogram_quantile", "avg", "max", "min", "count", "on",
-                "group_left", "ignoring", "and", "or", "unless", "offset", "avg_over_time", "max_over_time",
-                "min_over_time", "changes", "time", "le", "without", "bool"}
-METRIC = re.compile(r"[a-zA-Z_:][a-zA-Z0-9_:]*(?=\s*[\[{)]|\s*[<>=!]|\s*$|\s+(?:and|or|unless|offset|/|\*|-|\+))")
+PROMQL_WORDS = {
+    "sum",
+    "by",
+    "rate",
+    "increase",
+    "histogram_quantile",
+    "avg",
+    "max",
+    "min",
+    "count",
+    "on",
+    "group_left",
+    "ignoring",
+    "and",
+    "or",
+    "unless",
+    "offset",
+    "avg_over_time",
+    "max_over_time",
+    "min_over_time",
+    "changes",
+    "time",
+    "le",
+    "without",
+    "bool",
+}
+METRIC = re.compile(
+    r"[a-zA-Z_:][a-zA-Z0-9_:]*(?=\s*[\[{)]|\s*[<>=!]|\s*$|\s+(?:and|or|unless|offset|/|\*|-|\+))"
+)
 
 
 @pytest.mark.parametrize("name", scenario_names())
@@ -408,11 +490,13 @@ def test_series_named_in_rule_expressions_exist(stories, name) -> None:
         if occ.kind not in modelled or occ.key not in story.first_seen:
             continue
         expr = parse_qs(urlparse(occ.generator_url).query)["g0.expr"][0]
-        expr = re.sub(r'\{[^}]*\}', "{}", expr)
+        expr = re.sub(r"\{[^}]*\}", "{}", expr)
         expr = re.sub(r"\b(by|on|ignoring|group_left|group_right|without)\s*\([^)]*\)", " ", expr, flags=re.I)
         expr = re.sub(r"\boffset\s+\d+[smhd]", " ", expr)
         expr = re.sub(r"\[[^\]]*\]", "[]", expr)
-        names = {m for m in METRIC.findall(expr) if m not in PROMQL_WORDS and not m.replace(".", "").isdigit()}
+        names = {
+            m for m in METRIC.findall(expr) if m not in PROMQL_WORDS and not m.replace(".", "").isdigit()
+        }
         names = {n for n in names if not re.fullmatch(r"\d+[smhd]?", n)}
         missing = {n for n in names if n not in present and f"{n}_bucket" not in present}
         assert not missing, (name, occ.labels["alertname"], expr, missing)

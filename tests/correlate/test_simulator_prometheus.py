@@ -1,6 +1,7 @@
 """End to end with the real thing: backfill a scenario's metrics.om with promtool, start
 Prometheus on it, and evaluate every modelled alert's own PromQL (from its generatorURL) at the
 start of its `for` window and at its startsAt: the alert's series must be in the answer."""
+
 from __future__ import annotations
 
 import json
@@ -22,8 +23,17 @@ from correlate.simulator.scenarios import build
 
 START = "2026-03-14T00:00:00Z"
 SEED = int(os.environ.get("SIMULATOR_SEED", "1"))
-RULE_ONLY_LABELS = {"alertname", "severity", "layer", "failure_mode", "team", "prometheus", "region", "err_code",
-                    "err_msg"}
+RULE_ONLY_LABELS = {
+    "alertname",
+    "severity",
+    "layer",
+    "failure_mode",
+    "team",
+    "prometheus",
+    "region",
+    "err_code",
+    "err_msg",
+}
 
 pytestmark = pytest.mark.services
 
@@ -56,16 +66,34 @@ def test_alert_expressions_hold_on_the_backfilled_series(binaries, tmp_path: Pat
     prometheus, promtool = binaries
     story = build(name, parse_start(START), SEED)
     (tmp_path / "metrics.om").write_text(story.build()["metrics.om"])
-    subprocess.run([promtool, "tsdb", "create-blocks-from", "openmetrics", str(tmp_path / "metrics.om"),
-                    str(tmp_path / "data")], check=True, capture_output=True, timeout=120)
+    subprocess.run(
+        [
+            promtool,
+            "tsdb",
+            "create-blocks-from",
+            "openmetrics",
+            str(tmp_path / "metrics.om"),
+            str(tmp_path / "data"),
+        ],
+        check=True,
+        capture_output=True,
+        timeout=120,
+    )
     (tmp_path / "prometheus.yml").write_text("global: {}\n")
     with socket.socket() as s:
         s.bind(("127.0.0.1", 0))
         port = s.getsockname()[1]
-    proc = subprocess.Popen([prometheus, f"--config.file={tmp_path / 'prometheus.yml'}",
-                             f"--storage.tsdb.path={tmp_path / 'data'}", f"--web.listen-address=127.0.0.1:{port}",
-                             "--storage.tsdb.retention.time=10y"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
+    proc = subprocess.Popen(
+        [
+            prometheus,
+            f"--config.file={tmp_path / 'prometheus.yml'}",
+            f"--storage.tsdb.path={tmp_path / 'data'}",
+            f"--web.listen-address=127.0.0.1:{port}",
+            "--storage.tsdb.retention.time=10y",
+        ],
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.DEVNULL,
+    )
     try:
         deadline = time.monotonic() + 30
         while True:
@@ -81,12 +109,19 @@ def test_alert_expressions_hold_on_the_backfilled_series(binaries, tmp_path: Pat
                 continue  # blackbox, job and node-exporter rules whose series the story does not model
             expr = urllib.parse.parse_qs(urllib.parse.urlparse(occ.generator_url).query)["g0.expr"][0]
             kind = KINDS[occ.kind]
-            rule = kind.slow if kind.slow is not None and expr.startswith(kind.slow.promql[:20]) else kind.fast
+            rule = (
+                kind.slow if kind.slow is not None and expr.startswith(kind.slow.promql[:20]) else kind.fast
+            )
             want = {k: v for k, v in occ.labels.items() if k not in RULE_ONLY_LABELS}
             for at in (occ.starts / NS - max(0, rule.for_s - 60), occ.starts / NS):
                 result = _query(port, expr, at)
                 assert any(all(r["metric"].get(k, v) == v for k, v in want.items()) for r in result), (
-                    name, occ.labels["alertname"], occ.starts_at, at, expr)
+                    name,
+                    occ.labels["alertname"],
+                    occ.starts_at,
+                    at,
+                    expr,
+                )
             checked += 1
         assert checked >= 2
     finally:

@@ -4,10 +4,11 @@ edge: those must still get their edge, or they would turn into sources and ranki
 
 Measured on `bench/correlate/bench_peer_storm.py` (six linked modes over one workload's pods):
 the scan's cost per alert grew with the storm before (bench/results/history.md)."""
+
 from __future__ import annotations
 
 import random
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 from correlate.batch import correlate
 from correlate.catalog import load_catalog
@@ -17,12 +18,17 @@ from correlate.partition import _Partition
 from correlate.testing import label_fingerprint
 
 CATALOG = load_catalog(use_env=False)
-START = datetime(2026, 3, 14, 12, tzinfo=timezone.utc)
+START = datetime(2026, 3, 14, 12, tzinfo=UTC)
 
 
 def alert(name: str, pod: int, seconds: float) -> Alert:
-    labels = {"alertname": name, "cluster": "c1", "namespace": "llm", "pod": f"vllm-big-7d9f8b6c5d-{pod:05d}",
-              "model_name": "big"}
+    labels = {
+        "alertname": name,
+        "cluster": "c1",
+        "namespace": "llm",
+        "pod": f"vllm-big-7d9f8b6c5d-{pod:05d}",
+        "model_name": "big",
+    }
     return Alert(label_fingerprint(labels), START + timedelta(seconds=seconds), labels, {}, None, FIRING, "")
 
 
@@ -49,19 +55,25 @@ def test_an_alert_with_no_cause_inside_a_passed_run_still_gets_the_edge_from_its
     for order in (alerts, list(reversed(alerts)), random.Random(1).sample(alerts, len(alerts))):
         correlator = Correlator(CATALOG)
         for number in range(0, len(order), 9):
-            correlator.add_many(order[number:number + 9])
+            correlator.add_many(order[number : number + 9])
         assert repr(correlator.incidents()) == repr([incident])
 
 
 def test_every_mode_list_alert_with_no_kept_incoming_edge_is_listed_after_late_alerts_roll_a_storm_back():
-    names = ["LLMQueueWaitHigh", "LLMKVFragmentationHigh", "LLMContainerOOMKilled", "GPUMemoryHigh", "LLMTTFTp99High"]
+    names = [
+        "LLMQueueWaitHigh",
+        "LLMKVFragmentationHigh",
+        "LLMContainerOOMKilled",
+        "GPUMemoryHigh",
+        "LLMTTFTp99High",
+    ]
     rng = random.Random(5)
     alerts = [alert(rng.choice(names), pod, rng.uniform(0, 240)) for pod in range(300)]
     arrival = rng.sample(alerts, len(alerts))
     correlator = Correlator(CATALOG)
     unkept = 0
     for start in range(0, len(arrival), 31):
-        correlator.add_many(arrival[start:start + 31])
+        correlator.add_many(arrival[start : start + 31])
         for partition in correlator._partitions.values():
             for modes in partition.by_mode.values():
                 for same_mode in modes.values():
@@ -84,8 +96,13 @@ class AlwaysMixed(dict):
 
 
 def placed_alert(name: str, pod: int, node: str, seconds: float) -> Alert:
-    labels = {"alertname": name, "cluster": "c1", "namespace": "llm", "pod": f"vllm-big-7d9f8b6c5d-{pod:05d}",
-              "model_name": "big"}
+    labels = {
+        "alertname": name,
+        "cluster": "c1",
+        "namespace": "llm",
+        "pod": f"vllm-big-7d9f8b6c5d-{pod:05d}",
+        "model_name": "big",
+    }
     if node:
         labels["node"] = node
     return Alert(label_fingerprint(labels), START + timedelta(seconds=seconds), labels, {}, None, FIRING, "")
@@ -96,12 +113,23 @@ def test_passing_pod_buckets_inside_a_node_bucket_changes_no_incident(monkeypatc
     # buckets are not inside one node's, and must be read (a flag kept from the latest alert's
     # node alone fails here).
 
-    names = ["LLMKVFragmentationHigh", "LLMKVCachePoolUtilizationHigh", "LLMContainerOOMKilled", "KubePodCrashLooping",
-             "LLMQueueWaitHigh", "GPUMemoryHigh", "LLMVllmPreemptionsHigh"]
+    names = [
+        "LLMKVFragmentationHigh",
+        "LLMKVCachePoolUtilizationHigh",
+        "LLMContainerOOMKilled",
+        "KubePodCrashLooping",
+        "LLMQueueWaitHigh",
+        "GPUMemoryHigh",
+        "LLMVllmPreemptionsHigh",
+    ]
     rng = random.Random(11)
     alerts = []
     for pod in range(60):
-        nodes = [f"gpu-node-{pod // 4}", f"gpu-node-{rng.randrange(20)}", ""]  # its node, where it moved, none
+        nodes = [
+            f"gpu-node-{pod // 4}",
+            f"gpu-node-{rng.randrange(20)}",
+            "",
+        ]  # its node, where it moved, none
         for _ in range(rng.randrange(1, 6)):
             alerts.append(placed_alert(rng.choice(names), pod, rng.choice(nodes), rng.uniform(0, 300)))
     arrival = rng.sample(alerts, len(alerts))
@@ -109,7 +137,7 @@ def test_passing_pod_buckets_inside_a_node_bucket_changes_no_incident(monkeypatc
     def incremental() -> str:
         correlator = Correlator(CATALOG)
         for start in range(0, len(arrival), 17):
-            correlator.add_many(arrival[start:start + 17])
+            correlator.add_many(arrival[start : start + 17])
         return repr(correlator.incidents())
 
     passing = (repr(correlate(alerts, catalog=CATALOG)), incremental())

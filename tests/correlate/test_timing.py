@@ -5,25 +5,36 @@ from correlate.timing import lookback, onset_of
 
 
 def test_wide_window_in_the_expression_moves_onset_back():
-    alert = make_alert("KVFragmentation", "02:00", expr="avg_over_time(llm_kv_cache_fragmentation_ratio[15m]) > 0.25")
+    alert = make_alert(
+        "KVFragmentation", "02:00", expr="avg_over_time(llm_kv_cache_fragmentation_ratio[15m]) > 0.25"
+    )
     assert onset_of(alert) == clock("01:45")
 
 
 def test_duration_in_the_description_moves_onset_back():
-    for text in ("KV pool above 85% for 10 minutes", "fragmentation over the last 10m", "sustained for 10 min"):
+    for text in (
+        "KV pool above 85% for 10 minutes",
+        "fragmentation over the last 10m",
+        "sustained for 10 min",
+    ):
         alert = make_alert("KVPoolHigh", "02:00", annotations={"description": text})
         assert lookback(alert) == timedelta(minutes=10), text
 
 
 def test_hyphenated_durations_in_the_description_count_too():
-    for text in ("p99 above target over a 15-minute window", "15-min rolling average above 0.25",
-                 "KV pool saturated over the past 15-min period"):
+    for text in (
+        "p99 above target over a 15-minute window",
+        "15-min rolling average above 0.25",
+        "KV pool saturated over the past 15-min period",
+    ):
         alert = make_alert("KVPoolHigh", "02:00", annotations={"description": text})
         assert lookback(alert) == timedelta(minutes=15), text
 
 
 def test_event_counters_fire_at_once_whatever_their_window():
-    alert = make_alert("Restarts", "02:00", expr="increase(kube_pod_container_status_restarts_total[30m]) > 0")
+    alert = make_alert(
+        "Restarts", "02:00", expr="increase(kube_pod_container_status_restarts_total[30m]) > 0"
+    )
     assert onset_of(alert) == clock("02:00")
 
 

@@ -7,13 +7,13 @@ scorer must agree (pairwise F1 and root top-1 of 1.0 per scenario). Checks the e
 to fail (unseen.KNOWN_FAILING, with the diagnosis) run as xfail(strict=True): they pass again,
 and fail the suite as XPASS, once the engine is fixed, and the entry is then removed.
 """
+
 import pytest
-
-from correlate.catalog import load_catalog
-from correlate.batch import correlate
-from correlate.scoring import grouping_from_incidents, score
-
 from unseen import KNOWN_FAILING, SCENARIOS
+
+from correlate.batch import correlate
+from correlate.catalog import load_catalog
+from correlate.scoring import grouping_from_incidents, score
 
 CATALOG = load_catalog(use_env=False)
 BUILT = {name: build() for name, build in SCENARIOS.items()}
@@ -24,7 +24,9 @@ def _cases(check):
     cases = []
     for name in sorted(SCENARIOS):
         reason = KNOWN_FAILING.get(name, {}).get(check)
-        cases.append(pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=reason)) if reason else name)
+        cases.append(
+            pytest.param(name, marks=pytest.mark.xfail(strict=True, reason=reason)) if reason else name
+        )
     return cases
 
 
@@ -85,11 +87,29 @@ def test_the_set_varies_what_fleets_vary():
     labels = [a.labels for s in BUILT.values() for a in s.alerts]
     urls = " ".join(a.generator_url for s in BUILT.values() for a in s.alerts)
     keys = set().union(*labels)
-    for key in ("exported_pod", "kubernetes_pod_name", "Hostname", "hostname", "model", "model_name", "deployment",
-                "k8s_cluster", "cluster_name", "kubernetes_namespace", "k8s_cluster_name", "failure_mode", "layer"):
+    for key in (
+        "exported_pod",
+        "kubernetes_pod_name",
+        "Hostname",
+        "hostname",
+        "model",
+        "model_name",
+        "deployment",
+        "k8s_cluster",
+        "cluster_name",
+        "kubernetes_namespace",
+        "k8s_cluster_name",
+        "failure_mode",
+        "layer",
+    ):
         assert key in keys, key
-    for metric in ("sglang%3Atoken_usage", "DCGM_FI_DEV_XID_ERRORS", "vllm%3Agpu_cache_usage_perc", "nv_trt_llm_",
-                   "OOMKilled"):
+    for metric in (
+        "sglang%3Atoken_usage",
+        "DCGM_FI_DEV_XID_ERRORS",
+        "vllm%3Agpu_cache_usage_perc",
+        "nv_trt_llm_",
+        "OOMKilled",
+    ):
         assert metric in urls, metric
     assert any(a.status == "resolved" for s in BUILT.values() for a in s.alerts)
     assert any(len(s.incidents) == 2 for s in BUILT.values())

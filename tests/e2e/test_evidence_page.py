@@ -1,5 +1,6 @@
 """The evidence page in a real browser: the March incident's charts drawn by the locally served
 plotly.js (bands and event markers), the timeline below them, the missing evidence shown."""
+
 from __future__ import annotations
 
 from datetime import timedelta
@@ -15,17 +16,26 @@ from tests.evidence_api.march import metrics_importable, replay, simulate, store
 pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
 
 
-def test_evidence_page_draws_the_march_charts_with_bands_events_and_gaps(live_server, page, screenshot, make_integration,
-                                                                       django_capture_on_commit_callbacks, tmp_path):
+def test_evidence_page_draws_the_march_charts_with_bands_events_and_gaps(
+    live_server, page, screenshot, make_integration, django_capture_on_commit_callbacks, tmp_path
+):
     folder = simulate(tmp_path, 1)
     with_collector = metrics_importable()
     incident = replay(folder, make_integration, django_capture_on_commit_callbacks, metrics=with_collector)
     if not with_collector:
         store_evidence_from_om(incident, folder / "metrics.om")
-    EvidenceGap.objects.update_or_create(incident=incident, signal="kv_pool_usage", defaults={
-        "error": "no series: the pods export no KV-pool metric", "since": incident.started_at,
-        "last_tried": incident.started_at + timedelta(minutes=5)})
-    User.objects.create_user("author", password="postmortem 42").groups.add(Group.objects.get_or_create(name="viewer")[0])
+    EvidenceGap.objects.update_or_create(
+        incident=incident,
+        signal="kv_pool_usage",
+        defaults={
+            "error": "no series: the pods export no KV-pool metric",
+            "since": incident.started_at,
+            "last_tried": incident.started_at + timedelta(minutes=5),
+        },
+    )
+    User.objects.create_user("author", password="postmortem 42").groups.add(
+        Group.objects.get_or_create(name="viewer")[0]
+    )
     requests_failed = []
     page.on("requestfailed", lambda request: requests_failed.append(request.url))
     sign_in(page, live_server, "author", "postmortem 42")
@@ -42,7 +52,10 @@ def test_evidence_page_draws_the_march_charts_with_bands_events_and_gaps(live_se
     assert "Missing evidence" in page.locator(".gaps").inner_text()
     assert "GPU memory exhausted" in page.locator("table.matrix").inner_text()
     assert not [url for url in requests_failed if "plotly" in url]
-    assert all(url.startswith(live_server.url) for url in page.evaluate("Array.from(document.scripts).map(s => s.src).filter(Boolean)"))
+    assert all(
+        url.startswith(live_server.url)
+        for url in page.evaluate("Array.from(document.scripts).map(s => s.src).filter(Boolean)")
+    )
     screenshot("evidence-page")
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     for name, element in (("evidence-chart", first), ("evidence-matrix", page.locator("table.matrix"))):

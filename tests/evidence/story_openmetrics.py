@@ -22,6 +22,7 @@ mandatory trailing '# EOF'.  Stdlib only; deterministic for a given --seed/--sta
   python3 gen_openmetrics.py --out /tmp/incident.om --story-json /tmp/incident.story.json
   promtool tsdb create-blocks-from openmetrics /tmp/incident.om /tmp/data
 """
+
 from __future__ import annotations
 
 import argparse
@@ -31,7 +32,7 @@ import random
 import sys
 import time
 import zlib
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 FB_TOTAL_MIB = 81559.0  # what DCGM reports for an H100 80GB HBM3 (USED+FREE+RESERVED)
 FB_RESERVED_MIB = 512.0
@@ -65,16 +66,22 @@ def interp(points, x):
 
 
 def rng_for(seed, *key):
-    return random.Random(zlib.crc32(("%s|" % seed + "|".join(map(str, key))).encode()))
+    return random.Random(zlib.crc32((f"{seed}|" + "|".join(map(str, key))).encode()))
 
 
 def fmt_labels(d):
-    return "{" + ",".join('%s="%s"' % (k, str(v).replace("\\", "\\\\").replace('"', '\\"')) for k, v in d.items()) + "}"
+    return (
+        "{"
+        + ",".join(
+            '{}="{}"'.format(k, str(v).replace("\\", "\\\\").replace('"', '\\"')) for k, v in d.items()
+        )
+        + "}"
+    )
 
 
 def fmt_ts(ts):
     # OpenMetrics timestamps are seconds (float). Milliseconds here would be read as year ~55000.
-    return ("%.3f" % ts).rstrip("0").rstrip(".")
+    return (f"{ts:.3f}").rstrip("0").rstrip(".")
 
 
 def fmt_val(v):
@@ -97,8 +104,15 @@ class Story:
 
     def overload(self, m):
         """0..1 factor for the other pods' overload after the OOM (spike then drain)."""
-        return interp([(EV["queue_spike_start"] - 0.01, 0.0), (EV["queue_spike_start"] + 2, 1.0),
-                       (EV["queue_spike_end"], 1.0), (EV["recovered"] - 2, 0.0)], m)
+        return interp(
+            [
+                (EV["queue_spike_start"] - 0.01, 0.0),
+                (EV["queue_spike_start"] + 2, 1.0),
+                (EV["queue_spike_end"], 1.0),
+                (EV["recovered"] - 2, 0.0),
+            ],
+            m,
+        )
 
     # ---- gauges ---------------------------------------------------------------------------
     def frag(self, p, m, r):
@@ -108,9 +122,19 @@ class Story:
             return 0.08 + r.uniform(-0.006, 0.006)
         if m < EV["oom_restart"]:
             # tiny noise while ramping so the 0.25 crossing lands exactly on T+30m (not a step early)
-            return 0.08 + r.uniform(-0.0008, 0.0008) + interp(
-                [(EV["frag_ramp_start"], 0.0), (EV["frag_cross_025"], 0.173),
-                 (EV["mem_cross_085"], 0.25), (EV["oom_restart"], 0.34)], m)
+            return (
+                0.08
+                + r.uniform(-0.0008, 0.0008)
+                + interp(
+                    [
+                        (EV["frag_ramp_start"], 0.0),
+                        (EV["frag_cross_025"], 0.173),
+                        (EV["mem_cross_085"], 0.25),
+                        (EV["oom_restart"], 0.34),
+                    ],
+                    m,
+                )
+            )
         return 0.05 + 0.03 * min(1.0, (m - EV["pod_back"]) / 20.0) + r.uniform(-0.004, 0.004)
 
     def mem_frac(self, p, m, r):
@@ -120,13 +144,25 @@ class Story:
         if m < EV["frag_cross_025"]:
             return 0.72 + r.uniform(-0.004, 0.004)
         if m < EV["oom_restart"]:
-            return 0.72 + r.uniform(-0.0005, 0.0005) + interp(
-                [(EV["frag_cross_025"], 0.0), (EV["mem_cross_085"], 0.1315), (55.0, 0.21), (EV["oom_restart"], 0.268)], m)
+            return (
+                0.72
+                + r.uniform(-0.0005, 0.0005)
+                + interp(
+                    [
+                        (EV["frag_cross_025"], 0.0),
+                        (EV["mem_cross_085"], 0.1315),
+                        (55.0, 0.21),
+                        (EV["oom_restart"], 0.268),
+                    ],
+                    m,
+                )
+            )
         if m < EV["pod_back"]:
             return 0.006  # driver/context only while the container restarts
         # model weights load, then vLLM pre-allocates its KV cache again
-        return interp([(EV["pod_back"], 0.05), (EV["pod_back"] + 1.5, 0.45), (EV["pod_back"] + 2.5, 0.72)], m) + \
-            r.uniform(-0.003, 0.003)
+        return interp(
+            [(EV["pod_back"], 0.05), (EV["pod_back"] + 1.5, 0.45), (EV["pod_back"] + 2.5, 0.72)], m
+        ) + r.uniform(-0.003, 0.003)
 
     def kv_usage(self, p, m, r):
         base = 0.50 + r.uniform(-0.05, 0.05)
@@ -139,7 +175,9 @@ class Story:
     def waiting(self, p, m, r):
         base = r.choice([0, 0, 0, 1, 1, 2, 3])
         if p == self.bad and m < EV["oom_restart"]:
-            return base + int(interp([(0, 0), (EV["mem_cross_085"], 0), (EV["oom_restart"], 25)], m) + r.uniform(0, 4))
+            return base + int(
+                interp([(0, 0), (EV["mem_cross_085"], 0), (EV["oom_restart"], 25)], m) + r.uniform(0, 4)
+            )
         if p == self.bad:
             return base
         return base + int(48 * self.overload(m) + (r.uniform(-8, 12) if self.overload(m) > 0.3 else 0))
@@ -147,7 +185,9 @@ class Story:
     def running(self, p, m, r):
         base = 22 + r.randint(-4, 4)
         if p == self.bad and m < EV["oom_restart"]:
-            return max(4, base - int(interp([(0, 0), (EV["preempt_ramp_start"], 0), (EV["oom_restart"], 14)], m)))
+            return max(
+                4, base - int(interp([(0, 0), (EV["preempt_ramp_start"], 0), (EV["oom_restart"], 14)], m))
+            )
         return min(64, base + int(30 * self.overload(m)))
 
     # ---- per-step increments for counters / histograms -------------------------------------
@@ -191,30 +231,73 @@ def generate(args):
     minutes = [(t - t0) / 60.0 for t in times]
 
     def vllm_labels(p):
-        return {"job": "vllm", "namespace": NAMESPACE, "pod": p, "instance": "%s:8000" % p, "model_name": MODEL}
+        return {
+            "job": "vllm",
+            "namespace": NAMESPACE,
+            "pod": p,
+            "instance": f"{p}:8000",
+            "model_name": MODEL,
+        }
 
     def dcgm_labels(p, i):
-        return {"job": "dcgm-exporter", "namespace": NAMESPACE, "pod": p, "container": "vllm", "gpu": "0",
-                "UUID": "GPU-5f1c0000-0000-0000-0000-00000000000%d" % i, "device": "nvidia0",
-                "modelName": "NVIDIA H100 80GB HBM3", "Hostname": "gpu-node-%d" % (i // 2)}
+        return {
+            "job": "dcgm-exporter",
+            "namespace": NAMESPACE,
+            "pod": p,
+            "container": "vllm",
+            "gpu": "0",
+            "UUID": "GPU-5f1c0000-0000-0000-0000-00000000000%d" % i,
+            "device": "nvidia0",
+            "modelName": "NVIDIA H100 80GB HBM3",
+            "Hostname": "gpu-node-%d" % (i // 2),
+        }
 
     def ksm_labels(p):
-        return {"job": "kube-state-metrics", "namespace": NAMESPACE, "pod": p, "container": "vllm", "uid": "uid-%s" % p}
+        return {
+            "job": "kube-state-metrics",
+            "namespace": NAMESPACE,
+            "pod": p,
+            "container": "vllm",
+            "uid": f"uid-{p}",
+        }
 
     out = []
     w = out.append
 
     # -- simple gauges ----------------------------------------------------------------------
     gauges = [
-        ("vllm:kv_cache_usage_perc", "GPU KV-cache usage. 1 means 100 percent usage.", st.kv_usage, vllm_labels, True),
-        ("llm_kv_cache_fragmentation_ratio", "Fraction of allocated KV-cache blocks that are unusable fragments.",
-         st.frag, vllm_labels, True),
-        ("vllm:num_requests_waiting", "Number of requests waiting to be processed.", st.waiting, vllm_labels, True),
-        ("vllm:num_requests_running", "Number of requests currently running on GPU.", st.running, vllm_labels, True),
+        (
+            "vllm:kv_cache_usage_perc",
+            "GPU KV-cache usage. 1 means 100 percent usage.",
+            st.kv_usage,
+            vllm_labels,
+            True,
+        ),
+        (
+            "llm_kv_cache_fragmentation_ratio",
+            "Fraction of allocated KV-cache blocks that are unusable fragments.",
+            st.frag,
+            vllm_labels,
+            True,
+        ),
+        (
+            "vllm:num_requests_waiting",
+            "Number of requests waiting to be processed.",
+            st.waiting,
+            vllm_labels,
+            True,
+        ),
+        (
+            "vllm:num_requests_running",
+            "Number of requests currently running on GPU.",
+            st.running,
+            vllm_labels,
+            True,
+        ),
     ]
     for name, help_, fn, lab, needs_up in gauges:
-        w("# TYPE %s gauge" % name)
-        w("# HELP %s %s" % (name, help_))
+        w(f"# TYPE {name} gauge")
+        w(f"# HELP {name} {help_}")
         for p in pods:
             r = rng_for(args.seed, name, p)
             ls = fmt_labels(lab(p))
@@ -222,7 +305,7 @@ def generate(args):
                 v = fn(p, m, r)
                 if needs_up and not st.vllm_up(p, m):
                     continue  # target down: no samples (staleness in a live Prometheus)
-                w("%s%s %s %s" % (name, ls, fmt_val(v), fmt_ts(t)))
+                w(f"{name}{ls} {fmt_val(v)} {fmt_ts(t)}")
 
     # -- DCGM framebuffer (MiB) ---------------------------------------------------------------
     mem = {}
@@ -231,19 +314,23 @@ def generate(args):
         mem[p] = [st.mem_frac(p, m, r) for m in minutes]
     for name, help_, sel in (
         ("DCGM_FI_DEV_FB_USED", "Framebuffer memory used (in MiB).", lambda f: f * FB_USABLE_MIB),
-        ("DCGM_FI_DEV_FB_FREE", "Framebuffer memory free (in MiB).", lambda f: FB_USABLE_MIB - f * FB_USABLE_MIB),
+        (
+            "DCGM_FI_DEV_FB_FREE",
+            "Framebuffer memory free (in MiB).",
+            lambda f: FB_USABLE_MIB - f * FB_USABLE_MIB,
+        ),
     ):
-        w("# TYPE %s gauge" % name)
-        w("# HELP %s %s" % (name, help_))
+        w(f"# TYPE {name} gauge")
+        w(f"# HELP {name} {help_}")
         for i, p in enumerate(pods):
             ls = fmt_labels(dcgm_labels(p, i))
             for t, f in zip(times, mem[p]):
-                w("%s%s %s %s" % (name, ls, fmt_val(float(round(max(0.0, sel(f))))), fmt_ts(t)))
+                w(f"{name}{ls} {fmt_val(float(round(max(0.0, sel(f)))))} {fmt_ts(t)}")
 
     # -- counter: preemptions (resets to 0 when pod-2's vLLM restarts) -------------------------
     fam = "vllm:num_preemptions"
-    w("# TYPE %s counter" % fam)
-    w("# HELP %s Cumulative number of preemption from the engine." % fam)
+    w(f"# TYPE {fam} counter")
+    w(f"# HELP {fam} Cumulative number of preemption from the engine.")
     for p in pods:
         r = rng_for(args.seed, fam, p)
         ls = fmt_labels(vllm_labels(p))
@@ -257,8 +344,8 @@ def generate(args):
 
     # -- histogram: time to first token -------------------------------------------------------
     fam = "vllm:time_to_first_token_seconds"
-    w("# TYPE %s histogram" % fam)
-    w("# HELP %s Histogram of time to first token in seconds." % fam)
+    w(f"# TYPE {fam} histogram")
+    w(f"# HELP {fam} Histogram of time to first token in seconds.")
     for p in pods:
         r = rng_for(args.seed, fam, p)
         lab = vllm_labels(p)
@@ -283,29 +370,33 @@ def generate(args):
                 w("%s_bucket%s %d %s" % (fam, fmt_labels(dict(lab, le=str(ub))), cum[bi], ts))
             w("%s_bucket%s %d %s" % (fam, fmt_labels(dict(lab, le="+Inf")), cum[-1], ts))
             w("%s_count%s %d %s" % (fam, fmt_labels(lab), cum[-1], ts))
-            w("%s_sum%s %s %s" % (fam, fmt_labels(lab), fmt_val(total_sum), ts))
+            w(f"{fam}_sum{fmt_labels(lab)} {fmt_val(total_sum)} {ts}")
 
     # -- kube-state-metrics ------------------------------------------------------------------
     fam = "kube_pod_container_status_restarts"
-    w("# TYPE %s counter" % fam)
-    w("# HELP %s The number of container restarts per container." % fam)
+    w(f"# TYPE {fam} counter")
+    w(f"# HELP {fam} The number of container restarts per container.")
     for p in pods:
         ls = fmt_labels(ksm_labels(p))
         for t, m in zip(times, minutes):
             v = 1 if (p == bad and m >= EV["oom_restart"]) else 0
             w("%s_total%s %d %s" % (fam, ls, v, fmt_ts(t)))
     fam = "kube_pod_container_status_last_terminated_reason"
-    w("# TYPE %s gauge" % fam)
-    w("# HELP %s Describes the last reason the container was in terminated state." % fam)
+    w(f"# TYPE {fam} gauge")
+    w(f"# HELP {fam} Describes the last reason the container was in terminated state.")
     ls = fmt_labels(dict(ksm_labels(bad), reason="OOMKilled"))
     for t, m in zip(times, minutes):
         if m >= EV["oom_restart"]:
-            w("%s%s 1 %s" % (fam, ls, fmt_ts(t)))
+            w(f"{fam}{ls} 1 {fmt_ts(t)}")
 
     w("# EOF")
     story = {
-        "start": t0, "end": times[-1], "step_s": step, "pods": pods, "bad_pod": bad,
-        "start_iso": datetime.fromtimestamp(t0, timezone.utc).isoformat(),
+        "start": t0,
+        "end": times[-1],
+        "step_s": step,
+        "pods": pods,
+        "bad_pod": bad,
+        "start_iso": datetime.fromtimestamp(t0, UTC).isoformat(),
         "events_min": EV,
         "events_unix": {k: t0 + v * 60 for k, v in EV.items()},
         "samples": sum(1 for line in out if not line.startswith("#")),
@@ -317,8 +408,11 @@ def main(argv=None):
     ap = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     ap.add_argument("--out", default="-", help="output file ('-' = stdout)")
     ap.add_argument("--story-json", help="write start/end/event timestamps here (for checkers)")
-    ap.add_argument("--start", default="auto",
-                    help="unix seconds, ISO-8601 (e.g. 2024-01-01T00:00:00Z) or 'auto' (= now - duration - 15m)")
+    ap.add_argument(
+        "--start",
+        default="auto",
+        help="unix seconds, ISO-8601 (e.g. 2024-01-01T00:00:00Z) or 'auto' (= now - duration - 15m)",
+    )
     ap.add_argument("--duration", type=float, default=7200, help="seconds (default 2h)")
     ap.add_argument("--step", type=float, default=15, help="seconds between samples (default 15)")
     ap.add_argument("--pods", type=int, default=4)
@@ -343,8 +437,10 @@ def main(argv=None):
     if args.story_json:
         with open(args.story_json, "w") as fh:
             json.dump(story, fh, indent=2)
-    print("generated %d samples, %d bytes, start=%s" % (story["samples"], len(text), story["start_iso"]),
-          file=sys.stderr)
+    print(
+        "generated %d samples, %d bytes, start=%s" % (story["samples"], len(text), story["start_iso"]),
+        file=sys.stderr,
+    )
 
 
 if __name__ == "__main__":

@@ -1,16 +1,17 @@
 """A collection writing an incident's evidence never holds up a correlation run updating the
 incident (the evidence worker runs at the lowest CPU priority), and two collections of one
 incident still take turns."""
+
 from __future__ import annotations
 
 import threading
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 from django.db import OperationalError, connection, transaction
 
-from incidents.services.evidence import incident_for_evidence
 from incidents.models import Incident
+from incidents.services.evidence import incident_for_evidence
 from tests.conftest import require_postgres
 
 
@@ -39,7 +40,9 @@ def set_lock_timeout() -> None:
 @pytest.mark.django_db(transaction=True)
 def test_a_collection_leaves_the_incident_row_free_for_correlation_but_serialises_collections():
     require_postgres()
-    incident = Incident.objects.create(correlation_key="prod-eu", started_at=datetime(2026, 11, 29, 2, tzinfo=timezone.utc))
+    incident = Incident.objects.create(
+        correlation_key="prod-eu", started_at=datetime(2026, 11, 29, 2, tzinfo=UTC)
+    )
     with transaction.atomic():
         assert incident_for_evidence(incident.pk) == incident  # this collection is writing now
 
@@ -55,7 +58,9 @@ def test_a_collection_leaves_the_incident_row_free_for_correlation_but_serialise
 
         assert run_in_thread(correlation_updates_the_incident) == []
         waited = run_in_thread(another_collection)
-        assert len(waited) == 1 and isinstance(waited[0], OperationalError) and "lock timeout" in str(waited[0])
+        assert (
+            len(waited) == 1 and isinstance(waited[0], OperationalError) and "lock timeout" in str(waited[0])
+        )
     assert Incident.objects.get(pk=incident.pk).title == "written by a correlation run"
     assert run_in_thread(another_collection) == []  # its turn, once the first one committed
 

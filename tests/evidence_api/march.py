@@ -1,4 +1,5 @@
 """The March incident replayed from the simulator's files alone, as an operator would."""
+
 from __future__ import annotations
 
 import hashlib
@@ -6,14 +7,15 @@ import io
 import json
 import re
 from collections import defaultdict
+from datetime import UTC
 from pathlib import Path
 
 from django.core.management import call_command, get_commands
 
 from correlate import simulator
-from incidents.services.correlation import correlation_run
 from incidents.evidence.points import pack_points
 from incidents.models import Alert, Delivery, EvidenceSeries, Incident
+from incidents.services.correlation import correlation_run
 from incidents.tasks import process_delivery
 
 
@@ -36,12 +38,18 @@ def replay(folder: Path, make_integration, capture, *, metrics: bool) -> Inciden
     alerts_hook, changes_hook = make_integration("alertmanager"), make_integration("events")
     out = io.StringIO()
     with capture(execute=False):
-        call_command("import_alerts", str(folder / "alerts.jsonl"), "--integration", str(alerts_hook.pk), stdout=out)
-        call_command("import_alerts", str(folder / "changes.jsonl"), "--integration", str(changes_hook.pk), stdout=out)
+        call_command(
+            "import_alerts", str(folder / "alerts.jsonl"), "--integration", str(alerts_hook.pk), stdout=out
+        )
+        call_command(
+            "import_alerts", str(folder / "changes.jsonl"), "--integration", str(changes_hook.pk), stdout=out
+        )
     with capture(execute=False):
         for delivery in Delivery.objects.filter(status="pending").order_by("pk"):
             process_delivery(delivery.pk)
-        for key in sorted(set(Alert.objects.filter(correlated=False).values_list("correlation_key", flat=True))):
+        for key in sorted(
+            set(Alert.objects.filter(correlated=False).values_list("correlation_key", flat=True))
+        ):
             correlation_run(key=key)
         call_command("import_actions", str(folder / "actions.jsonl"), stdout=out, stderr=out)
     incident = Alert.objects.filter(alertname__icontains="oom").exclude(incident=None).first().incident
@@ -56,7 +64,7 @@ def replay(folder: Path, make_integration, capture, *, metrics: bool) -> Inciden
     return Incident.objects.get(pk=incident.pk)
 
 
-SAMPLE = re.compile(r'^(?P<name>[A-Za-z_:][\w:]*)\{(?P<labels>[^}]*)\}\s+(?P<value>\S+)\s+(?P<ts>\S+)$')
+SAMPLE = re.compile(r"^(?P<name>[A-Za-z_:][\w:]*)\{(?P<labels>[^}]*)\}\s+(?P<value>\S+)\s+(?P<ts>\S+)$")
 LABEL = re.compile(r'(\w+)="((?:[^"\\]|\\.)*)"')
 KEEP = ("pod", "gpu", "Hostname", "namespace", "cluster")
 
@@ -82,7 +90,10 @@ def store_evidence_from_om(incident: Incident, path: Path) -> int:
         if name == "DCGM_FI_DEV_FB_USED":
             free = dict(raw.get(("DCGM_FI_DEV_FB_FREE", key), []))
             points = [(t, used / (used + free[t])) for t, used in points if t in free and used + free[t] > 0]
-            signal, query = "framebuffer_ratio", "DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)"
+            signal, query = (
+                "framebuffer_ratio",
+                "DCGM_FI_DEV_FB_USED / (DCGM_FI_DEV_FB_USED + DCGM_FI_DEV_FB_FREE)",
+            )
         elif name == "llm_kv_cache_fragmentation_ratio":
             signal, query = "kv_fragmentation", name
         else:
@@ -92,13 +103,27 @@ def store_evidence_from_om(incident: Incident, path: Path) -> int:
     return len(rows)
 
 
-def evidence_row(incident: Incident, signal: str, query: str, labels: dict, points: list[tuple[float, float]], step: float = 15.0) -> EvidenceSeries:
-    from datetime import datetime, timezone
+def evidence_row(
+    incident: Incident,
+    signal: str,
+    query: str,
+    labels: dict,
+    points: list[tuple[float, float]],
+    step: float = 15.0,
+) -> EvidenceSeries:
+    from datetime import datetime
 
     return EvidenceSeries(
-        incident=incident, signal=signal, query=query, labels=labels,
-        labels_key=hashlib.sha256(json.dumps(labels, sort_keys=True).encode()).hexdigest(), step_seconds=step,
-        start=datetime.fromtimestamp(points[0][0], tz=timezone.utc), end=datetime.fromtimestamp(points[-1][0], tz=timezone.utc),
-        points=pack_points(points), point_count=len(points), source=EvidenceSeries.Source.IMPORT,
-        fetched_at=datetime.fromtimestamp(points[-1][0], tz=timezone.utc),
+        incident=incident,
+        signal=signal,
+        query=query,
+        labels=labels,
+        labels_key=hashlib.sha256(json.dumps(labels, sort_keys=True).encode()).hexdigest(),
+        step_seconds=step,
+        start=datetime.fromtimestamp(points[0][0], tz=UTC),
+        end=datetime.fromtimestamp(points[-1][0], tz=UTC),
+        points=pack_points(points),
+        point_count=len(points),
+        source=EvidenceSeries.Source.IMPORT,
+        fetched_at=datetime.fromtimestamp(points[-1][0], tz=UTC),
     )

@@ -1,19 +1,40 @@
 from __future__ import annotations
 
 import json
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 
 import pytest
 from django.contrib.auth.models import Group, User
 
 
 def am_body(*alerts: dict) -> bytes:
-    return json.dumps({"version": "4", "status": "firing", "receiver": "rootline", "groupKey": "{}:{}", "alerts": list(alerts)}).encode()
+    return json.dumps(
+        {
+            "version": "4",
+            "status": "firing",
+            "receiver": "rootline",
+            "groupKey": "{}:{}",
+            "alerts": list(alerts),
+        }
+    ).encode()
 
 
-def am_alert(name: str, starts: str, *, status: str = "firing", ends: str = "0001-01-01T00:00:00Z", annotations=None, **labels) -> dict:
-    return {"status": status, "labels": {"alertname": name, **labels}, "annotations": annotations or {"summary": name},
-            "startsAt": starts, "endsAt": ends}
+def am_alert(
+    name: str,
+    starts: str,
+    *,
+    status: str = "firing",
+    ends: str = "0001-01-01T00:00:00Z",
+    annotations=None,
+    **labels,
+) -> dict:
+    return {
+        "status": status,
+        "labels": {"alertname": name, **labels},
+        "annotations": annotations or {"summary": name},
+        "startsAt": starts,
+        "endsAt": ends,
+    }
 
 
 FLEET = {"cluster": "prod-eu", "namespace": "llm", "model_name": "llama-3-70b"}
@@ -22,16 +43,26 @@ SIBLINGS = ("vllm-llama-7d9f8b6c4-a8m4q", "vllm-llama-7d9f8b6c4-q7w2z")
 # The day the cascade happened: yesterday (UTC), not a fixed date, which would be ahead of a machine
 # whose clock is earlier; people's actions dated then would be refused (an `at` more than 5 minutes
 # ahead of the server's clock is a 400), and a demo started then would load none of them.
-DAY = (datetime.now(timezone.utc) - timedelta(days=1)).date().isoformat()
+DAY = (datetime.now(UTC) - timedelta(days=1)).date().isoformat()
 
 
 def cascade() -> list[dict]:
     """The canonical chain on one deployment: fragmentation on one pod, its OOM and restart,
     then queueing and a TTFT breach on the surviving siblings; plus an unrelated disk alert first."""
     return [
-        am_alert("NodeDiskFilling", f"{DAY}T01:40:00Z", cluster="prod-eu", node="gpu-node-9", device="/dev/sda"),
-        am_alert("KVCacheFragmentationHigh", f"{DAY}T01:45:00Z", pod=BAD_POD, **FLEET,
-                 annotations={"summary": "KV fragmentation 31%", "description": "fragmentation above 25% for 15 minutes"}),
+        am_alert(
+            "NodeDiskFilling", f"{DAY}T01:40:00Z", cluster="prod-eu", node="gpu-node-9", device="/dev/sda"
+        ),
+        am_alert(
+            "KVCacheFragmentationHigh",
+            f"{DAY}T01:45:00Z",
+            pod=BAD_POD,
+            **FLEET,
+            annotations={
+                "summary": "KV fragmentation 31%",
+                "description": "fragmentation above 25% for 15 minutes",
+            },
+        ),
         am_alert("LLMContainerOOMKilled", f"{DAY}T02:00:00Z", pod=BAD_POD, container="vllm", **FLEET),
         am_alert("KubePodCrashLooping", f"{DAY}T02:02:00Z", pod=BAD_POD, container="vllm", **FLEET),
         *[am_alert("VLLMRequestQueueHigh", f"{DAY}T02:03:00Z", pod=pod, **FLEET) for pod in SIBLINGS],
@@ -46,9 +77,21 @@ def storm_incident_of(deliver, integration, *, fragmented: int, killed: int):
     from incidents.models import Alert
 
     pods = [f"vllm-llama-7d9f8b6c4-{n:05d}" for n in range(fragmented)]
-    deliver(integration, am_body(*[am_alert("KVCacheFragmentationHigh", f"{DAY}T01:45:00Z", pod=pod, **FLEET) for pod in pods]))
-    deliver(integration, am_body(*[am_alert("LLMContainerOOMKilled", f"{DAY}T02:00:00Z", pod=pod, container="vllm", **FLEET)
-                                   for pod in pods[:killed]]))
+    deliver(
+        integration,
+        am_body(
+            *[am_alert("KVCacheFragmentationHigh", f"{DAY}T01:45:00Z", pod=pod, **FLEET) for pod in pods]
+        ),
+    )
+    deliver(
+        integration,
+        am_body(
+            *[
+                am_alert("LLMContainerOOMKilled", f"{DAY}T02:00:00Z", pod=pod, container="vllm", **FLEET)
+                for pod in pods[:killed]
+            ]
+        ),
+    )
     return Alert.objects.get(alertname="LLMContainerOOMKilled", labels__pod=pods[0]).incident
 
 

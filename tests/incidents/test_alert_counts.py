@@ -1,5 +1,6 @@
 """What fires now is counted and listed over the firing alerts, not over every alert ever stored:
 the alerts page's "N firing", `/api/v1/alerts/?status=firing` and `/metrics`' `rootline_alerts`."""
+
 from __future__ import annotations
 
 import re
@@ -19,15 +20,26 @@ pytestmark = pytest.mark.django_db
 def stored(hook, count: int, status: str, *, offset: int = 0) -> None:
     now = timezone.now()
     Alert.objects.bulk_create(
-        Alert(fingerprint=f"{status}{number}", starts_at=now - timedelta(minutes=number), status=status,
-              ends_at=now if status == "resolved" else None, labels={"alertname": "LLMQueueWaitHigh", "pod": f"vllm-{number}"},
-              integration=hook, received_at=now, correlation_key="gpu-eu-01", correlated=True)
+        Alert(
+            fingerprint=f"{status}{number}",
+            starts_at=now - timedelta(minutes=number),
+            status=status,
+            ends_at=now if status == "resolved" else None,
+            labels={"alertname": "LLMQueueWaitHigh", "pod": f"vllm-{number}"},
+            integration=hook,
+            received_at=now,
+            correlation_key="gpu-eu-01",
+            correlated=True,
+        )
         for number in range(offset, offset + count)
     )
 
 
 def alerts_metric(text: str) -> dict[str, int]:
-    return {status: int(count) for status, count in re.findall(r'^rootline_alerts\{status="(\w+)"\} (\d+)$', text, re.M)}
+    return {
+        status: int(count)
+        for status, count in re.findall(r'^rootline_alerts\{status="(\w+)"\} (\d+)$', text, re.M)
+    }
 
 
 @pytest.fixture
@@ -68,4 +80,6 @@ def test_firing_alerts_are_counted_and_listed_on_their_own_index(make_integratio
 
     page = viewer.get("/api/v1/alerts/?status=firing&page_size=10").json()
     assert page["count"] == 30 and all(alert["status"] == "firing" for alert in page["results"])
-    assert [alert["fingerprint"] for alert in page["results"]] == [f"firing{number}" for number in range(20_000, 20_010)]
+    assert [alert["fingerprint"] for alert in page["results"]] == [
+        f"firing{number}" for number in range(20_000, 20_010)
+    ]

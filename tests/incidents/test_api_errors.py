@@ -1,5 +1,6 @@
 """What a client gets wrong gets a 4xx in the contract's shape, `{"error": "<what, where>"}`, that
 names the parameter or field: query parameters, pages, bodies, ids, credentials. Never a 500."""
+
 from __future__ import annotations
 
 import json
@@ -21,34 +22,37 @@ def error_of(response, status: int, fragment: str) -> str:
     return body["error"]
 
 
-@pytest.mark.parametrize("query,status,fragment", [
-    ("/api/v1/alerts/?fingerprint=ab%00c", 400, "fingerprint"),
-    ("/api/v1/alerts/?label=po%00d:x", 400, "label"),
-    ("/api/v1/alerts/?label=pod:x%00", 400, "label"),
-    ("/api/v1/alerts/?since=garbage", 400, "since: not an RFC 3339 time"),
-    ("/api/v1/incidents/?since=2026-11-29", 400, "since"),
-    ("/api/v1/alerts/?until=2026-11-29T00:00:00Z", 400, "until: unknown query parameter"),
-    ("/api/v1/alerts/?status=garbage", 400, "status"),
-    ("/api/v1/alerts/?label=nocolon", 400, "label"),
-    ("/api/v1/incidents/?incident_status=open", 400, "incident_status"),
-    ("/api/v1/incidents/?status=garbage", 400, "status"),
-    ("/api/v1/incidents/?page=-1", 400, "page"),
-    ("/api/v1/incidents/?page=0", 400, "page"),
-    ("/api/v1/incidents/?page=abc", 400, "page"),
-    ("/api/v1/incidents/?page=%F0%9F%98%80", 400, "page"),
-    ("/api/v1/incidents/?page=9999", 404, "last page"),
-    ("/api/v1/incidents/?page_size=100000", 400, "page_size"),
-    ("/api/v1/incidents/?page_size=501", 400, "500"),
-    ("/api/v1/incidents/?page_size=0", 400, "page_size"),
-    ("/api/v1/incidents/?page_size=-5", 400, "page_size"),
-    ("/api/v1/incidents/?page_size=ten", 400, "page_size"),
-    ("/api/v1/alerts/?page_size=" + "9" * 5000, 400, "page_size"),
-    ("/api/v1/incidents/{id}/?expand=alerts", 400, "expand"),
-    ("/api/v1/incidents/{id}/timeline/?x%00=1", 400, "NUL"),
-    ("/api/v1/incidents/999999/", 404, "999999"),
-    ("/api/v1/incidents/99999999999999999999/", 404, "no incident"),
-    ("/api/v1/incidents/999999/timeline/", 404, "999999"),
-])
+@pytest.mark.parametrize(
+    "query,status,fragment",
+    [
+        ("/api/v1/alerts/?fingerprint=ab%00c", 400, "fingerprint"),
+        ("/api/v1/alerts/?label=po%00d:x", 400, "label"),
+        ("/api/v1/alerts/?label=pod:x%00", 400, "label"),
+        ("/api/v1/alerts/?since=garbage", 400, "since: not an RFC 3339 time"),
+        ("/api/v1/incidents/?since=2026-11-29", 400, "since"),
+        ("/api/v1/alerts/?until=2026-11-29T00:00:00Z", 400, "until: unknown query parameter"),
+        ("/api/v1/alerts/?status=garbage", 400, "status"),
+        ("/api/v1/alerts/?label=nocolon", 400, "label"),
+        ("/api/v1/incidents/?incident_status=open", 400, "incident_status"),
+        ("/api/v1/incidents/?status=garbage", 400, "status"),
+        ("/api/v1/incidents/?page=-1", 400, "page"),
+        ("/api/v1/incidents/?page=0", 400, "page"),
+        ("/api/v1/incidents/?page=abc", 400, "page"),
+        ("/api/v1/incidents/?page=%F0%9F%98%80", 400, "page"),
+        ("/api/v1/incidents/?page=9999", 404, "last page"),
+        ("/api/v1/incidents/?page_size=100000", 400, "page_size"),
+        ("/api/v1/incidents/?page_size=501", 400, "500"),
+        ("/api/v1/incidents/?page_size=0", 400, "page_size"),
+        ("/api/v1/incidents/?page_size=-5", 400, "page_size"),
+        ("/api/v1/incidents/?page_size=ten", 400, "page_size"),
+        ("/api/v1/alerts/?page_size=" + "9" * 5000, 400, "page_size"),
+        ("/api/v1/incidents/{id}/?expand=alerts", 400, "expand"),
+        ("/api/v1/incidents/{id}/timeline/?x%00=1", 400, "NUL"),
+        ("/api/v1/incidents/999999/", 404, "999999"),
+        ("/api/v1/incidents/99999999999999999999/", 404, "no incident"),
+        ("/api/v1/incidents/999999/timeline/", 404, "999999"),
+    ],
+)
 def test_bad_query_parameters_and_ids_get_a_4xx_naming_them(incident, users, api, query, status, fragment):
     response = api(users("v", "viewer"), "get", query.format(id=incident.pk))
     error_of(response, status, fragment)
@@ -73,17 +77,30 @@ def test_bodies_credentials_and_methods_get_the_same_error_shape(incident, users
     client.logout()
     error_of(client.get("/api/v1/incidents/"), 401, "credentials")
     error_of(client.get("/api/v1/incidents/", HTTP_AUTHORIZATION="Token nope"), 401, "token")
-    error_of(client.post(url, json.dumps({"action": "acknowledge"}), content_type="application/json"), 401, "credentials")
+    error_of(
+        client.post(url, json.dumps({"action": "acknowledge"}), content_type="application/json"),
+        401,
+        "credentials",
+    )
 
 
 def test_unauthenticated_clients_get_401_everywhere_including_the_schema(incident, client, users):
-    paths = ["/api/v1/alerts/", "/api/v1/incidents/", f"/api/v1/incidents/{incident.pk}/", f"/api/v1/incidents/{incident.pk}/timeline/",
-             f"/api/v1/incidents/{incident.pk}/matrix/", "/api/v1/schema/"]
+    paths = [
+        "/api/v1/alerts/",
+        "/api/v1/incidents/",
+        f"/api/v1/incidents/{incident.pk}/",
+        f"/api/v1/incidents/{incident.pk}/timeline/",
+        f"/api/v1/incidents/{incident.pk}/matrix/",
+        "/api/v1/schema/",
+    ]
     for path in paths:
         assert client.get(path).status_code == 401, path
     client.force_login(users("v", "viewer"))
     schema = client.get("/api/v1/schema/?format=json")
-    assert schema.status_code == 200 and "/api/v1/incidents/{incident_id}/actions/" in json.loads(schema.content)["paths"]
+    assert (
+        schema.status_code == 200
+        and "/api/v1/incidents/{incident_id}/actions/" in json.loads(schema.content)["paths"]
+    )
 
 
 def test_query_parameter_checks_come_after_authentication(client):
@@ -96,13 +113,25 @@ def test_openapi_documents_every_action_field_the_error_answers_and_the_incident
     components = schema["components"]["schemas"]
     post = schema["paths"]["/api/v1/incidents/{incident_id}/actions/"]["post"]
     body = post["requestBody"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
-    assert {"action", "at", "username", "text", "level", "into", "alert_ids", "alert_id"} <= set(components[body]["properties"])
+    assert {"action", "at", "username", "text", "level", "into", "alert_ids", "alert_id"} <= set(
+        components[body]["properties"]
+    )
     assert {"200", "202", "400", "403", "404", "409"} <= set(post["responses"])
     error = post["responses"]["409"]["content"]["application/json"]["schema"]["$ref"].rsplit("/", 1)[1]
     assert set(components[error]["properties"]) == {"error"}
     detail = components["IncidentDetail"]["properties"]
-    assert {"root_cause", "chain", "edges", "root_candidates", "failure_modes", "layers", "scope", "alerts", "durations",
-            "merged_into"} <= set(detail)
+    assert {
+        "root_cause",
+        "chain",
+        "edges",
+        "root_candidates",
+        "failure_modes",
+        "layers",
+        "scope",
+        "alerts",
+        "durations",
+        "merged_into",
+    } <= set(detail)
     assert detail["root_cause"].get("type") != "string" and detail["chain"]["type"] == "array"
     assert "$ref" in str(detail["durations"])
 
@@ -110,30 +139,55 @@ def test_openapi_documents_every_action_field_the_error_answers_and_the_incident
 def test_a_body_over_the_limit_is_a_413_saying_so(incident, users, client, settings):
     settings.DATA_UPLOAD_MAX_MEMORY_SIZE = 4096
     client.force_login(users("r", "responder"))
-    response = client.post(f"/api/v1/incidents/{incident.pk}/actions/", json.dumps({"action": "note", "text": "x" * 5000}),
-                           content_type="application/json")
+    response = client.post(
+        f"/api/v1/incidents/{incident.pk}/actions/",
+        json.dumps({"action": "note", "text": "x" * 5000}),
+        content_type="application/json",
+    )
     error_of(response, 413, "4096 bytes")
     assert not incident.actions.exists()
 
 
-@pytest.mark.parametrize("body,fragment", [
-    ({"layer": "serving", "direct_cause": "a\ud800"}, "direct_cause: contains an unpaired surrogate"),
-    ({"layer": "serving", "direct_cause": {"text": "x", "evidence": [{"kind": "alert", "id": "\ud800"}]}}, "direct_cause.evidence[0].id"),
-    ([{"layer": "serving", "process_gap": "ok"}, {"layer": "engine\ud800", "process_gap": "x"}], "[1].layer"),
-])
+@pytest.mark.parametrize(
+    "body,fragment",
+    [
+        ({"layer": "serving", "direct_cause": "a\ud800"}, "direct_cause: contains an unpaired surrogate"),
+        (
+            {
+                "layer": "serving",
+                "direct_cause": {"text": "x", "evidence": [{"kind": "alert", "id": "\ud800"}]},
+            },
+            "direct_cause.evidence[0].id",
+        ),
+        (
+            [{"layer": "serving", "process_gap": "ok"}, {"layer": "engine\ud800", "process_gap": "x"}],
+            "[1].layer",
+        ),
+    ],
+)
 def test_matrix_edits_with_text_postgresql_cannot_store_are_400s(incident, users, client, body, fragment):
     client.force_login(users("a", "author"))
-    response = client.patch(f"/api/v1/incidents/{incident.pk}/matrix/", json.dumps(body), content_type="application/json")
+    response = client.patch(
+        f"/api/v1/incidents/{incident.pk}/matrix/", json.dumps(body), content_type="application/json"
+    )
     error_of(response, 400, fragment)
 
 
 def test_since_filters_alerts_and_incidents_by_their_start(incident, users, api):
     viewer = users("v", "viewer")
     alerts = api(viewer, "get", f"/api/v1/alerts/?since={DAY}T02:02:00Z").json()["results"]
-    assert sorted(alert["starts_at"] for alert in alerts) == [f"{DAY}T02:02:00Z", f"{DAY}T02:03:00Z", f"{DAY}T02:03:00Z",
-                                                             f"{DAY}T02:05:00Z"]
-    listed = api(viewer, "get", f"/api/v1/incidents/?status=all&since={DAY}T03:42:00%2B02:00").json()["results"]
-    assert [item["id"] for item in listed] == [incident.pk] and incident.started_at.isoformat() > f"{DAY}T01:42"
+    assert sorted(alert["starts_at"] for alert in alerts) == [
+        f"{DAY}T02:02:00Z",
+        f"{DAY}T02:03:00Z",
+        f"{DAY}T02:03:00Z",
+        f"{DAY}T02:05:00Z",
+    ]
+    listed = api(viewer, "get", f"/api/v1/incidents/?status=all&since={DAY}T03:42:00%2B02:00").json()[
+        "results"
+    ]
+    assert [item["id"] for item in listed] == [
+        incident.pk
+    ] and incident.started_at.isoformat() > f"{DAY}T01:42"
     assert api(viewer, "get", f"/api/v1/incidents/?status=all&since={DAY}T01:00:00Z").json()["count"] == 2
 
 
@@ -150,7 +204,11 @@ def test_incident_detail_and_page_queries_do_not_grow_with_alerts(make_integrati
     client.force_login(users("v", "viewer"))
     counts = {}
     for name, incident in (("big", big), ("small", small)):
-        for path in (f"/api/v1/incidents/{incident.pk}/", f"/incidents/{incident.pk}/", f"/api/v1/incidents/{incident.pk}/timeline/"):
+        for path in (
+            f"/api/v1/incidents/{incident.pk}/",
+            f"/incidents/{incident.pk}/",
+            f"/api/v1/incidents/{incident.pk}/timeline/",
+        ):
             with CaptureQueriesContext(connection) as queries:
                 assert client.get(path).status_code == 200
             counts[(name, path.replace(f"/{incident.pk}/", "/ID/"))] = len(queries)
@@ -158,27 +216,41 @@ def test_incident_detail_and_page_queries_do_not_grow_with_alerts(make_integrati
         assert counts[("big", path)] == counts[("small", path)], counts
 
 
-@pytest.mark.parametrize("query", ["/api/v1/alerts/?status=", "/api/v1/incidents/?status=", "/api/v1/alerts/?label=",
-                                   "/api/v1/alerts/?since=", "/api/v1/incidents/?page=", "/api/v1/incidents/?page_size="])
+@pytest.mark.parametrize(
+    "query",
+    [
+        "/api/v1/alerts/?status=",
+        "/api/v1/incidents/?status=",
+        "/api/v1/alerts/?label=",
+        "/api/v1/alerts/?since=",
+        "/api/v1/incidents/?page=",
+        "/api/v1/incidents/?page_size=",
+    ],
+)
 def test_a_very_long_bad_parameter_is_named_not_echoed_whole(users, api, query):
     response = api(users("v", "viewer"), "get", query + "x" * 20_000)
     assert response.status_code == 400 and len(response.json()["error"]) < 300
 
 
-@pytest.mark.parametrize("method,path,status,fragment", [
-    ("GET", "/api/v1/nope", 404, "GET /api/v1/nope: no such API route"),
-    ("GET", "/api/v1/nope/", 404, "no such API route"),
-    ("POST", "/api/v1/nope/", 404, "POST /api/v1/nope/"),
-    ("GET", "/api/v1/incidents/abc/", 404, "/api/v1/incidents/abc/"),
-    ("POST", "/api/v1/incidents/abc/actions/", 404, "no such API route"),
-    ("GET", "/api/v1/", 404, "no such API route"),
-    ("GET", "/api/v2/incidents/", 404, "no such API route"),
-    ("DELETE", "/api/v1/incidents/{id}/", 405, "DELETE"),
-    ("PUT", "/api/v1/alerts/", 405, "PUT"),
-    ("PUT", "/api/v1/schema/", 405, "PUT"),
-])
+@pytest.mark.parametrize(
+    "method,path,status,fragment",
+    [
+        ("GET", "/api/v1/nope", 404, "GET /api/v1/nope: no such API route"),
+        ("GET", "/api/v1/nope/", 404, "no such API route"),
+        ("POST", "/api/v1/nope/", 404, "POST /api/v1/nope/"),
+        ("GET", "/api/v1/incidents/abc/", 404, "/api/v1/incidents/abc/"),
+        ("POST", "/api/v1/incidents/abc/actions/", 404, "no such API route"),
+        ("GET", "/api/v1/", 404, "no such API route"),
+        ("GET", "/api/v2/incidents/", 404, "no such API route"),
+        ("DELETE", "/api/v1/incidents/{id}/", 405, "DELETE"),
+        ("PUT", "/api/v1/alerts/", 405, "PUT"),
+        ("PUT", "/api/v1/schema/", 405, "PUT"),
+    ],
+)
 @pytest.mark.parametrize("signed_in", [True, False])
-def test_unknown_api_routes_and_wrong_methods_answer_in_the_error_shape(incident, users, client, method, path, status, fragment, signed_in):
+def test_unknown_api_routes_and_wrong_methods_answer_in_the_error_shape(
+    incident, users, client, method, path, status, fragment, signed_in
+):
     if signed_in:
         client.force_login(users("v", "viewer"))
     elif status == 405:
@@ -192,7 +264,11 @@ def test_the_schema_answers_its_errors_in_the_error_shape_too(client):
 
 def test_the_schema_refuses_a_query_parameter_it_does_not_take_as_the_lists_do(users, client):
     client.force_login(users("v", "viewer"))
-    error_of(client.get("/api/v1/schema/?verison=2"), 400, "verison: unknown query parameter; this endpoint takes lang")
+    error_of(
+        client.get("/api/v1/schema/?verison=2"),
+        400,
+        "verison: unknown query parameter; this endpoint takes lang",
+    )
     error_of(client.get("/api/v1/schema/?format=json&x%00=1"), 400, "NUL")
     for taken in ("", "?format=json", "?format=yaml", "?lang=en-us", "?format=json&lang=en-us"):
         assert client.get(f"/api/v1/schema/{taken}").status_code == 200, taken

@@ -1,6 +1,7 @@
 """Rootline says when it is behind: deliveries not read and alerts not in an incident yet, with
 how long the oldest has waited, on the triage and alerts pages (once it is 5 s or more) and in
 /metrics (always)."""
+
 from __future__ import annotations
 
 import re
@@ -19,13 +20,22 @@ BEHIND = "Rootline is behind what arrives."
 
 def waiting_alert(hook, number: int, *, waited: float, correlated: bool = False) -> Alert:
     now = timezone.now()
-    return Alert.objects.create(fingerprint=f"fp{number}", starts_at=now - timedelta(minutes=5), status="firing",
-                                labels={"alertname": "LLMQueueWaitHigh", "pod": f"vllm-{number}"}, integration=hook,
-                                received_at=now - timedelta(seconds=waited), correlation_key="gpu-eu-01", correlated=correlated)
+    return Alert.objects.create(
+        fingerprint=f"fp{number}",
+        starts_at=now - timedelta(minutes=5),
+        status="firing",
+        labels={"alertname": "LLMQueueWaitHigh", "pod": f"vllm-{number}"},
+        integration=hook,
+        received_at=now - timedelta(seconds=waited),
+        correlation_key="gpu-eu-01",
+        correlated=correlated,
+    )
 
 
 def waiting_delivery(hook, *, waited: float, status: str = Delivery.Status.PENDING) -> Delivery:
-    return Delivery.objects.create(integration=hook, body=b"{}", status=status, received_at=timezone.now() - timedelta(seconds=waited))
+    return Delivery.objects.create(
+        integration=hook, body=b"{}", status=status, received_at=timezone.now() - timedelta(seconds=waited)
+    )
 
 
 def metric(text: str, name: str) -> float:
@@ -45,8 +55,15 @@ def test_nothing_waiting_is_no_notice_and_zero_in_metrics(make_integration, view
     assert selectors.backlog() == selectors.Backlog(0, 0.0, 0, 0.0, False)
     assert BEHIND not in viewer.get("/").content.decode()
     text = viewer.get("/metrics").content.decode()
-    assert [metric(text, name) for name in ("rootline_ingest_waiting_deliveries", "rootline_ingest_lag_seconds",
-                                             "rootline_correlation_waiting_alerts", "rootline_correlation_lag_seconds")] == [0, 0, 0, 0]
+    assert [
+        metric(text, name)
+        for name in (
+            "rootline_ingest_waiting_deliveries",
+            "rootline_ingest_lag_seconds",
+            "rootline_correlation_waiting_alerts",
+            "rootline_correlation_lag_seconds",
+        )
+    ] == [0, 0, 0, 0]
 
 
 def test_alerts_waiting_for_correlation_are_said_with_the_oldest_wait(make_integration, viewer):
@@ -65,8 +82,14 @@ def test_alerts_waiting_for_correlation_are_said_with_the_oldest_wait(make_integ
         assert "3 alerts received are not in an incident yet (the oldest has waited 4" in html
         assert "2 deliveries are not read yet (the oldest has waited 1" in html
     text = viewer.get("/metrics").content.decode()
-    assert metric(text, "rootline_correlation_waiting_alerts") == 3 and metric(text, "rootline_ingest_waiting_deliveries") == 2
-    assert 42 <= metric(text, "rootline_correlation_lag_seconds") < 60 and 12 <= metric(text, "rootline_ingest_lag_seconds") < 30
+    assert (
+        metric(text, "rootline_correlation_waiting_alerts") == 3
+        and metric(text, "rootline_ingest_waiting_deliveries") == 2
+    )
+    assert (
+        42 <= metric(text, "rootline_correlation_lag_seconds") < 60
+        and 12 <= metric(text, "rootline_ingest_lag_seconds") < 30
+    )
 
 
 def test_work_that_just_arrived_is_counted_but_not_a_notice(make_integration, viewer):
@@ -95,8 +118,19 @@ def test_one_waiting_alert_reads_in_the_singular(make_integration, viewer):
     assert "1 alert received is not in an incident yet (the oldest has waited 8 s)." in html
 
 
-@pytest.mark.parametrize("seconds, text", [(0.4, "0 s"), (8.9, "8 s"), (59.99, "59 s"), (60, "1 min 0 s"), (252, "4 min 12 s"),
-                                           (3599, "59 min 59 s"), (7260, "2 h 1 min"), (90061, "25 h 1 min")])
+@pytest.mark.parametrize(
+    "seconds, text",
+    [
+        (0.4, "0 s"),
+        (8.9, "8 s"),
+        (59.99, "59 s"),
+        (60, "1 min 0 s"),
+        (252, "4 min 12 s"),
+        (3599, "59 min 59 s"),
+        (7260, "2 h 1 min"),
+        (90061, "25 h 1 min"),
+    ],
+)
 def test_a_wait_reads_in_seconds_minutes_or_hours(seconds, text):
     assert selectors.wait_text(seconds) == text
 

@@ -1,5 +1,6 @@
 """The engine state a process keeps per key between runs: runs on it give exactly what a run over
 the database window gives, and it is never used once something else may have changed the key."""
+
 from __future__ import annotations
 
 import logging
@@ -11,9 +12,9 @@ from django.db import transaction
 
 from correlate import simulator
 from incidents import services
+from incidents.models import Alert, CorrelationLock, Decision, Incident
 from incidents.services.correlation import correlation_run
 from incidents.services.correlation.state import KEPT
-from incidents.models import Alert, CorrelationLock, Decision, Incident
 from incidents.tasks import process_delivery
 
 pytestmark = pytest.mark.django_db
@@ -40,8 +41,11 @@ def runs(caplog):
     caplog.set_level(logging.INFO, logger=RUN_LOGGER)
 
     def paths() -> list[str]:
-        return ["kept state" if "from the kept state" in r.getMessage() else "window"
-                for r in caplog.records if r.name == RUN_LOGGER and r.getMessage().startswith("correlated ")]
+        return [
+            "kept state" if "from the kept state" in r.getMessage() else "window"
+            for r in caplog.records
+            if r.name == RUN_LOGGER and r.getMessage().startswith("correlated ")
+        ]
 
     return paths
 
@@ -75,19 +79,36 @@ def snapshot() -> dict[frozenset[str], dict]:
     """Every stored incident, named by its alerts' occurrence keys, with everything a run writes."""
     by_pk = {alert.pk: alert.key for alert in Alert.objects.all()}
     found = {}
-    for incident in Incident.objects.filter(merged_into=None).prefetch_related("alerts", "edges", "root_candidates"):
+    for incident in Incident.objects.filter(merged_into=None).prefetch_related(
+        "alerts", "edges", "root_candidates"
+    ):
         members = frozenset(alert.key for alert in incident.alerts.all())
         if not members:
             continue
         found[members] = {
-            "root": by_pk.get(incident.root_alert_id), "confidence": incident.root_confidence,
-            "explanation": incident.root_explanation, "chain": [by_pk[pk] for pk in incident.chain],
-            "edges": sorted((by_pk[e.cause_id], by_pk[e.effect_id], e.rule, e.lag_seconds, e.relation) for e in incident.edges.all()),
-            "candidates": [(c.rank, by_pk[c.alert_id], c.confidence, c.explanation) for c in incident.root_candidates.all()],
-            "title": incident.title, "severity": incident.severity, "status": incident.status,
-            "started_at": incident.started_at, "resolved_at": incident.resolved_at, "scope": incident.scope,
-            "layers": incident.layers, "failure_modes": incident.failure_modes,
-            "classification": sorted((a.key, a.layer, a.failure_mode, a.classified_by, a.onset) for a in incident.alerts.all()),
+            "root": by_pk.get(incident.root_alert_id),
+            "confidence": incident.root_confidence,
+            "explanation": incident.root_explanation,
+            "chain": [by_pk[pk] for pk in incident.chain],
+            "edges": sorted(
+                (by_pk[e.cause_id], by_pk[e.effect_id], e.rule, e.lag_seconds, e.relation)
+                for e in incident.edges.all()
+            ),
+            "candidates": [
+                (c.rank, by_pk[c.alert_id], c.confidence, c.explanation)
+                for c in incident.root_candidates.all()
+            ],
+            "title": incident.title,
+            "severity": incident.severity,
+            "status": incident.status,
+            "started_at": incident.started_at,
+            "resolved_at": incident.resolved_at,
+            "scope": incident.scope,
+            "layers": incident.layers,
+            "failure_modes": incident.failure_modes,
+            "classification": sorted(
+                (a.key, a.layer, a.failure_mode, a.classified_by, a.onset) for a in incident.alerts.all()
+            ),
         }
     return found
 
@@ -122,7 +143,10 @@ def rerun(key: str, runs, alerts=None) -> str:
 
 
 def biggest_incident() -> Incident:
-    return max(Incident.objects.filter(merged_into=None), key=lambda incident: (incident.alerts.count(), -incident.pk))
+    return max(
+        Incident.objects.filter(merged_into=None),
+        key=lambda incident: (incident.alerts.count(), -incident.pk),
+    )
 
 
 def busiest_key() -> str:
@@ -167,7 +191,9 @@ def test_an_alert_deleted_by_hand_makes_the_next_run_of_its_incident_rebuild(fle
     Alert.objects.filter(pk=members[1].pk).delete()
     assert rerun(key, runs, members[-1:]) == "window"
     assert rerun(key, runs, members[-1:]) == "kept state"
-    assert set(Incident.objects.get(pk=biggest.pk).alerts.values_list("pk", flat=True)) == {a.pk for a in members} - {members[1].pk}
+    assert set(Incident.objects.get(pk=biggest.pk).alerts.values_list("pk", flat=True)) == {
+        a.pk for a in members
+    } - {members[1].pk}
 
 
 def test_a_rolled_back_run_leaves_no_state_behind(fleet, make_integration, runs):
@@ -193,7 +219,9 @@ def test_a_human_decision_makes_the_next_run_rebuild(fleet, make_integration, ru
     rerun(key, runs)  # from the window if the replay's last run of the key was long before its latest alert
     assert rerun(key, runs) == "kept state"
     alert = Alert.objects.filter(correlation_key=key).order_by("-starts_at").first()
-    Decision.objects.create(kind=Decision.Kind.EXCLUDE, alert_keys=[alert.key], correlation_key=key, at=alert.starts_at)
+    Decision.objects.create(
+        kind=Decision.Kind.EXCLUDE, alert_keys=[alert.key], correlation_key=key, at=alert.starts_at
+    )
     assert rerun(key, runs, [alert]) == "window"
     assert Alert.objects.get(pk=alert.pk).incident_id is None
 
@@ -209,8 +237,9 @@ def test_runs_outside_the_worker_keep_no_state(fleet, make_integration, runs):
     assert rerun(key, runs) == "window"
 
 
-def test_a_backlog_is_taken_oldest_first_in_slices_and_the_key_queued_again(fleet, make_integration, runs, monkeypatch, settings,
-                                                                            django_capture_on_commit_callbacks):
+def test_a_backlog_is_taken_oldest_first_in_slices_and_the_key_queued_again(
+    fleet, make_integration, runs, monkeypatch, settings, django_capture_on_commit_callbacks
+):
     from unittest import mock
 
     from incidents.services.correlation import run
@@ -228,9 +257,14 @@ def test_a_backlog_is_taken_oldest_first_in_slices_and_the_key_queued_again(flee
     with mock.patch.object(run, "correlation_enqueue_now") as queued_again:
         with django_capture_on_commit_callbacks(execute=True):
             correlation_run(key=key, keep_state=True)
-    queued_again.assert_called_once_with([key], paced=False)  # behind the shard's other keys, without waiting a pace
+    queued_again.assert_called_once_with(
+        [key], paced=False
+    )  # behind the shard's other keys, without waiting a pace
     assert runs()[-1] == "kept state"
-    assert list(Alert.objects.filter(pk__in=[a.pk for a in backlog], correlated=True).order_by("id")) == backlog[:2]  # oldest first
+    assert (
+        list(Alert.objects.filter(pk__in=[a.pk for a in backlog], correlated=True).order_by("id"))
+        == backlog[:2]
+    )  # oldest first
 
     settings.CELERY_TASK_ALWAYS_EAGER = True  # no broker: the run goes on until nothing waits
     correlation_run(key=key, keep_state=True)
@@ -239,8 +273,9 @@ def test_a_backlog_is_taken_oldest_first_in_slices_and_the_key_queued_again(flee
     assert snapshot() == expected
 
 
-def test_a_window_run_takes_a_backlog_in_slices_too(fleet, make_integration, runs, monkeypatch, settings,
-                                                     django_capture_on_commit_callbacks):
+def test_a_window_run_takes_a_backlog_in_slices_too(
+    fleet, make_integration, runs, monkeypatch, settings, django_capture_on_commit_callbacks
+):
     from unittest import mock
 
     from incidents.services.correlation import run
@@ -261,9 +296,14 @@ def test_a_window_run_takes_a_backlog_in_slices_too(fleet, make_integration, run
     with mock.patch.object(run, "correlation_enqueue_now") as queued_again:
         with django_capture_on_commit_callbacks(execute=True):
             correlation_run(key=key, keep_state=True)
-    queued_again.assert_called_once_with([key], paced=False)  # behind the shard's other keys, without waiting a pace
+    queued_again.assert_called_once_with(
+        [key], paced=False
+    )  # behind the shard's other keys, without waiting a pace
     assert runs()[-1] == "window"
-    assert list(Alert.objects.filter(pk__in=[a.pk for a in backlog], correlated=True).order_by("id")) == backlog[:2]
+    assert (
+        list(Alert.objects.filter(pk__in=[a.pk for a in backlog], correlated=True).order_by("id"))
+        == backlog[:2]
+    )
     settings.CELERY_TASK_ALWAYS_EAGER = True
     correlation_run(key=key, keep_state=True)
     correlate_pending()
@@ -277,7 +317,9 @@ def test_kept_states_are_bounded_by_keys_and_by_alerts_held():
     from incidents.services.correlation.state import KeptStates, KeyState
 
     def state_of(size: int) -> KeyState:
-        return KeyState(correlator=None, catalog=None, since=None, decisions=(), rows={str(n): None for n in range(size)})
+        return KeyState(
+            correlator=None, catalog=None, since=None, decisions=(), rows={str(n): None for n in range(size)}
+        )
 
     kept = KeptStates(limit=3, alert_limit=100)
     for key in "abcd":
@@ -296,7 +338,9 @@ def test_an_alert_that_comes_back_with_other_labels_makes_the_next_run_rebuild(f
     rerun(key, runs, [alert])
     assert rerun(key, runs, [alert]) == "kept state"
     assert alert.failure_mode != "gpu_error"
-    Alert.objects.filter(pk=alert.pk).update(labels={**alert.labels, "layer": "hardware", "failure_mode": "gpu_error"})
+    Alert.objects.filter(pk=alert.pk).update(
+        labels={**alert.labels, "layer": "hardware", "failure_mode": "gpu_error"}
+    )
     assert rerun(key, runs, [alert]) == "window"
     alert.refresh_from_db()
     assert (alert.layer, alert.failure_mode) == ("hardware", "gpu_error")
@@ -320,8 +364,9 @@ def recomputed() -> dict:
     return snapshot()
 
 
-def test_a_big_incident_gets_its_alerts_at_once_and_its_ranking_every_few_seconds(fleet, make_integration, runs, monkeypatch,
-                                                                                  django_capture_on_commit_callbacks):
+def test_a_big_incident_gets_its_alerts_at_once_and_its_ranking_every_few_seconds(
+    fleet, make_integration, runs, monkeypatch, django_capture_on_commit_callbacks
+):
     """A worker's runs write a big incident's members on every run but rank it (edges, chain, root
     candidates, title) at most every RANK_EVERY_SECONDS, and queue a run for when that is due;
     once it has run, the stored incidents are exactly what a full recompute gives."""
@@ -333,7 +378,9 @@ def test_a_big_incident_gets_its_alerts_at_once_and_its_ranking_every_few_second
     with django_capture_on_commit_callbacks() as callbacks:
         replay(fleet, make_integration, stop_after=60)
     for callback in callbacks:
-        if getattr(callback, "func", callback).__qualname__.startswith("correlation_slice"):  # a run asking for a later one
+        if getattr(callback, "func", callback).__qualname__.startswith(
+            "correlation_slice"
+        ):  # a run asking for a later one
             callback()
     assert not Alert.objects.filter(correlated=False).exists()
     held_keys = sorted({key for key, _ in asked})
@@ -362,7 +409,9 @@ def test_a_held_ranking_is_not_lost_with_the_state(fleet, make_integration, runs
     key rebuilds from the database window, which takes the held incidents in and ranks them."""
     hold_big_rankings(monkeypatch)
     replay(fleet, make_integration, stop_after=60)
-    held_keys = sorted(set(Incident.objects.filter(ranking_held=True).values_list("correlation_key", flat=True)))
+    held_keys = sorted(
+        set(Incident.objects.filter(ranking_held=True).values_list("correlation_key", flat=True))
+    )
     assert held_keys
     KEPT.clear()
     for key in held_keys:
@@ -373,7 +422,9 @@ def test_a_held_ranking_is_not_lost_with_the_state(fleet, make_integration, runs
     assert final == recomputed()
 
 
-def test_an_incident_grown_while_its_ranking_waits_keeps_its_times_severity_and_status(fleet, make_integration, monkeypatch):
+def test_an_incident_grown_while_its_ranking_waits_keeps_its_times_severity_and_status(
+    fleet, make_integration, monkeypatch
+):
     """A held-back incident that only grew is written from what it stored and the alerts it
     gained (`grown_incident_changes`), not from all its alerts: after every run its latest
     start, severity and status are still what all its alerts give, and its alerts are where
@@ -406,6 +457,9 @@ def test_an_incident_grown_while_its_ranking_waits_keeps_its_times_severity_and_
             firing = any(alert.status == Alert.Status.FIRING for alert in alerts)
             assert (incident.resolved_at is None) == firing, incident.title
     assert any(took) and not all(took)  # the incremental path was taken, and the whole one too
-    assert Incident.objects.filter(resolved_at__isnull=False).exists() and Incident.objects.filter(resolved_at=None).exists()
+    assert (
+        Incident.objects.filter(resolved_at__isnull=False).exists()
+        and Incident.objects.filter(resolved_at=None).exists()
+    )
     held = {members: values["classification"] for members, values in snapshot().items()}
     assert held == {members: values["classification"] for members, values in recomputed().items()}

@@ -1,5 +1,6 @@
 """A correlation worker freezes what survives each run, so collections stop walking its kept engine
 states; objects that die frozen are freed when a state is dropped, and after many runs."""
+
 from __future__ import annotations
 
 import gc
@@ -8,12 +9,12 @@ import weakref
 import pytest
 
 from incidents import services
-from rootline import gc_pause
+from incidents.models import Alert, Decision
 from incidents.services.correlation import correlation_run
 from incidents.services.correlation.state import KEPT
-from rootline.gc_pause import freeze_run_survivors
-from incidents.models import Alert, Decision
 from incidents.tasks import process_delivery
+from rootline import gc_pause
+from rootline.gc_pause import freeze_run_survivors
 from tests.incidents.test_correlation_state import bodies
 
 pytestmark = pytest.mark.django_db
@@ -99,8 +100,10 @@ def test_a_failed_run_frees_the_state_it_took_at_the_next_run(make_integration, 
 
     Alert.objects.filter(correlation_key=key).update(correlated=False)
     with monkeypatch.context() as patched:
+
         def fails(*args, **kwargs):
             raise RuntimeError("the database went away")
+
         patched.setattr(run, "incidents_sync", fails)
         with pytest.raises(RuntimeError):
             correlation_run(key=key, keep_state=True)
@@ -134,7 +137,9 @@ def test_a_worker_run_freezes_its_state_and_a_rebuild_frees_the_old_one(make_int
     # A person's decision makes the kept state stale: the next run rebuilds it from the window
     # and drops the old one, whose engine (a web of reference cycles) must then be freed.
     alert = Alert.objects.filter(correlation_key=key).first()
-    Decision.objects.create(correlation_key=key, kind=Decision.Kind.EXCLUDE, alert_keys=[alert.key], at=alert.starts_at)
+    Decision.objects.create(
+        correlation_key=key, kind=Decision.Kind.EXCLUDE, alert_keys=[alert.key], at=alert.starts_at
+    )
     Alert.objects.filter(pk=alert.pk).update(correlated=False)
     correlation_run(key=key, keep_state=True)
     assert KEPT.take(key) is not None

@@ -1,5 +1,6 @@
 """An incident of hundreds of alerts reads as a story on its page: the chain one step per alert
 name, the alerts summed up by name, the first PAGE_ALERTS of them listed, the rest counted."""
+
 from __future__ import annotations
 
 import pytest
@@ -21,9 +22,13 @@ def storm_incident(make_integration, deliver, settings):
 
 def test_a_long_chain_is_told_one_step_per_alert_name_in_cause_order(storm_incident):
     steps = selectors.chain_steps(storm_incident.chain)
-    names = dict(Alert.objects.filter(pk__in=[step["first"] for step in steps]).values_list("pk", "alertname"))
+    names = dict(
+        Alert.objects.filter(pk__in=[step["first"] for step in steps]).values_list("pk", "alertname")
+    )
     assert [(names[step["first"]], step["count"], step["places"]) for step in steps] == [
-        ("KVCacheFragmentationHigh", 120, 120), ("LLMContainerOOMKilled", 100, 100)]
+        ("KVCacheFragmentationHigh", 120, 120),
+        ("LLMContainerOOMKilled", 100, 100),
+    ]
     assert steps[0]["first"] == storm_incident.chain[0]  # the root leads
 
 
@@ -35,9 +40,11 @@ def test_the_page_lists_the_first_alerts_and_counts_the_rest(storm_incident, cli
     assert len(page["alerts"]) == 50 and page["alerts_not_shown"] == 170
     assert len(page["edges"]) == 30 and page["edges_not_shown"] == page["edge_count"] - 30 > 0
     assert [(row["alertname"], row["count"], row["firing"]) for row in page["alerts_by_name"]] == [
-        ("KVCacheFragmentationHigh", 120, 120), ("LLMContainerOOMKilled", 100, 100)]
+        ("KVCacheFragmentationHigh", 120, 120),
+        ("LLMContainerOOMKilled", 100, 100),
+    ]
     html = client.get(f"/incidents/{storm_incident.pk}/").content.decode()
-    assert "Alerts (220)" in html and "… and 170 more alerts" in html and html.count('<tr><td><strong>') == 2
+    assert "Alerts (220)" in html and "… and 170 more alerts" in html and html.count("<tr><td><strong>") == 2
     assert "× 120" in html and "× 100" in html and "on 120 places" in html
 
 

@@ -1,5 +1,6 @@
 """The incidents issue end to end: tasks safe to run twice, what a sender controls escaped on every
 page, and the demo's morning of incidents, people and noise, loaded twice."""
+
 from __future__ import annotations
 
 import io
@@ -20,11 +21,14 @@ HOSTILE = '<script>alert(1)</script>"><img src=x onerror=alert(2)>'
 
 
 def state() -> list[tuple]:
-    return sorted(Incident.objects.values_list("pk", "title", "status", "root_alert_id", "chain", "updated_at")) + sorted(
-        Alert.objects.values_list("pk", "incident_id", "layer", "failure_mode", "correlated"))
+    return sorted(
+        Incident.objects.values_list("pk", "title", "status", "root_alert_id", "chain", "updated_at")
+    ) + sorted(Alert.objects.values_list("pk", "incident_id", "layer", "failure_mode", "correlated"))
 
 
-def test_the_delivery_and_correlation_tasks_run_twice_change_nothing_the_second_time(make_integration, post_hook, django_capture_on_commit_callbacks):
+def test_the_delivery_and_correlation_tasks_run_twice_change_nothing_the_second_time(
+    make_integration, post_hook, django_capture_on_commit_callbacks
+):
     integration = make_integration()
     deliveries = []
     for alert in cascade():
@@ -45,17 +49,30 @@ def test_the_delivery_and_correlation_tasks_run_twice_change_nothing_the_second_
     assert state() == first
 
 
-def test_what_a_sender_or_a_person_writes_is_escaped_on_every_page(make_integration, deliver, users, api, client):
+def test_what_a_sender_or_a_person_writes_is_escaped_on_every_page(
+    make_integration, deliver, users, api, client
+):
     integration = make_integration()
-    hostile = am_alert("Evil" + HOSTILE, f"{DAY}T02:00:00Z", pod="vllm-x" + HOSTILE, **{**FLEET, "namespace": HOSTILE},
-                       annotations={"summary": HOSTILE, "description": HOSTILE, "runbook_url": "javascript:alert(3)"})
+    hostile = am_alert(
+        "Evil" + HOSTILE,
+        f"{DAY}T02:00:00Z",
+        pod="vllm-x" + HOSTILE,
+        **{**FLEET, "namespace": HOSTILE},
+        annotations={"summary": HOSTILE, "description": HOSTILE, "runbook_url": "javascript:alert(3)"},
+    )
     assert deliver(integration, am_body(hostile, *cascade()[1:3])).status_code == 202
     incident = Alert.objects.get(alertname__startswith="Evil").incident
     responder = users("r" + HOSTILE[:20], "responder")
     for body in ({"action": "note", "text": HOSTILE}, {"action": "assign", "username": responder.username}):
         assert api(responder, "post", f"/api/v1/incidents/{incident.pk}/actions/", body).status_code == 200
     client.force_login(responder)
-    for path in ("/", "/?status=all", "/alerts/", f"/incidents/{incident.pk}/", f"/incidents/{incident.pk}/evidence/"):
+    for path in (
+        "/",
+        "/?status=all",
+        "/alerts/",
+        f"/incidents/{incident.pk}/",
+        f"/incidents/{incident.pk}/evidence/",
+    ):
         page = client.get(path)
         assert page.status_code == 200, path
         html = page.content.decode()
@@ -70,16 +87,28 @@ def test_demo_loads_a_morning_of_incidents_people_and_noise_and_a_second_run_cha
     visible = Incident.objects.visible()
     assert visible.count() >= 5
     assert visible.filter(alerts__isnull=False).distinct().count() >= 5
-    assert sum(1 for incident in visible if incident.alerts.count() >= 3) >= 3  # cascades, not only single alerts
+    assert (
+        sum(1 for incident in visible if incident.alerts.count() >= 3) >= 3
+    )  # cascades, not only single alerts
     assert IncidentAction.objects.values("by").distinct().count() >= 3 and Decision.objects.exists()
     assert {"acknowledge", "note", "resolve"} <= set(IncidentAction.objects.values_list("action", flat=True))
     applied = int(out.getvalue().split("(")[1].split(" actions applied")[0])
     assert applied == IncidentAction.objects.exclude(body__has_key="from").count()
-    counts = (Incident.objects.count(), Alert.objects.count(), IncidentAction.objects.count(), Decision.objects.count())
+    counts = (
+        Incident.objects.count(),
+        Alert.objects.count(),
+        IncidentAction.objects.count(),
+        Decision.objects.count(),
+    )
     again = io.StringIO()
     call_command("demo", stdout=again)
     assert "(0 actions applied)" in again.getvalue()
-    assert (Incident.objects.count(), Alert.objects.count(), IncidentAction.objects.count(), Decision.objects.count()) == counts
+    assert (
+        Incident.objects.count(),
+        Alert.objects.count(),
+        IncidentAction.objects.count(),
+        Decision.objects.count(),
+    ) == counts
     client.force_login(IncidentAction.objects.exclude(by=None).first().by)
     triage = client.get("/?status=all").content.decode()
     assert sum(f'href="/incidents/{incident.pk}/"' in triage for incident in visible) == visible.count()
@@ -94,12 +123,18 @@ def test_the_demo_opens_on_incidents_in_progress_true_to_the_moment_it_shows(cli
     in_progress = list(Incident.objects.visible().exclude(status=Incident.Status.RESOLVED))
     client.force_login(User.objects.get(username="admin"))
     first_screen = client.get("/").content.decode()
-    listed = [incident for incident in Incident.objects.visible() if f'href="/incidents/{incident.pk}/"' in first_screen]
+    listed = [
+        incident
+        for incident in Incident.objects.visible()
+        if f'href="/incidents/{incident.pk}/"' in first_screen
+    ]
     assert sorted(incident.pk for incident in listed) == sorted(incident.pk for incident in in_progress)
     assert len(listed) >= 4 and sum(incident.alerts.count() > 1 for incident in listed) >= 2
     assert {"open", "acknowledged"} <= {incident.status for incident in listed}
     assert sum(incident.actions.exists() for incident in listed) >= 2  # people are on them
-    assert Incident.objects.visible().filter(status=Incident.Status.RESOLVED).count() >= 10  # the morning so far
+    assert (
+        Incident.objects.visible().filter(status=Incident.Status.RESOLVED).count() >= 10
+    )  # the morning so far
     assert all(incident.alerts.filter(status=Alert.Status.FIRING).exists() for incident in listed)
     assert not Alert.objects.filter(Q(starts_at__gt=as_of) | Q(ends_at__gt=as_of)).exists()
     assert not IncidentAction.objects.filter(at__gt=as_of).exists()

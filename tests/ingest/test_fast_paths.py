@@ -7,6 +7,7 @@ path of `rootline.wsgi` against Django's full handler, the per-process integrati
 batched drain (COPY on PostgreSQL) against processing one delivery at a time. Runs on SQLite and,
 with DATABASE_URL, on PostgreSQL.
 """
+
 from __future__ import annotations
 
 import io
@@ -14,21 +15,26 @@ import json
 import re
 import sys
 import threading
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
-from hypothesis import given, settings as hsettings, strategies as st
+from hypothesis import given
+from hypothesis import settings as hsettings
+from hypothesis import strategies as st
 
 from correlate.ingest import common
 
-UTC = timezone.utc
+UTC = UTC
 
 
 # Parsing -------------------------------------------------------------------------------------
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(alphabet='ab"\\[]{}\n', max_size=6),
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(alphabet='k"[]{\\', max_size=3), children, max_size=3),
+    lambda children: (
+        st.lists(children, max_size=3)
+        | st.dictionaries(st.text(alphabet='k"[]{\\', max_size=3), children, max_size=3)
+    ),
     max_leaves=40,
 )
 
@@ -63,9 +69,16 @@ def test_depth_limit_is_the_same_on_both_paths(levels):
 
 
 number_values = st.recursive(
-    st.none() | st.booleans() | st.text(max_size=4) | st.floats() | st.integers()
-    | st.integers(min_value=2**63 - 2, max_value=2**64 + 2).flatmap(lambda n: st.sampled_from([n, -n])) | st.integers(min_value=10**19, max_value=10**40),
-    lambda children: st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=3), children, max_size=3),
+    st.none()
+    | st.booleans()
+    | st.text(max_size=4)
+    | st.floats()
+    | st.integers()
+    | st.integers(min_value=2**63 - 2, max_value=2**64 + 2).flatmap(lambda n: st.sampled_from([n, -n]))
+    | st.integers(min_value=10**19, max_value=10**40),
+    lambda children: (
+        st.lists(children, max_size=3) | st.dictionaries(st.text(max_size=3), children, max_size=3)
+    ),
     max_leaves=30,
 )
 
@@ -90,8 +103,16 @@ def test_a_body_reads_exactly_as_json_loads_reads_it(document):
     assert typed(common.decode_json(text.encode())) == typed(json.loads(text))
 
 
-@pytest.mark.parametrize("text", ['{"truncatedAlerts": 18446744073709551616}', '[-9223372036854775809, 1e400, NaN]',
-                                  '{"v": 0.1000000000000000055511151231257827}', '"\\ud800"', '{"a": 1, "a": 2}'])
+@pytest.mark.parametrize(
+    "text",
+    [
+        '{"truncatedAlerts": 18446744073709551616}',
+        "[-9223372036854775809, 1e400, NaN]",
+        '{"v": 0.1000000000000000055511151231257827}',
+        '"\\ud800"',
+        '{"a": 1, "a": 2}',
+    ],
+)
 def test_numbers_orjson_reads_otherwise_read_as_json_loads_reads_them(text):
     assert typed(common.decode_json(text.encode())) == typed(json.loads(text))
 
@@ -102,12 +123,18 @@ def test_invalid_and_too_deep_says_too_deep_first():
         common.decode_json(body)
 
 
-label_text = st.lists(st.sampled_from(["a", "é", "\x00", "\ud800", "\udfff", " ", "x" * 300, "y" * 1100]), max_size=8).map("".join)
+label_text = st.lists(
+    st.sampled_from(["a", "é", "\x00", "\ud800", "\udfff", " ", "x" * 300, "y" * 1100]), max_size=8
+).map("".join)
 
 
 @hsettings(max_examples=300, deadline=None)
 @given(
-    st.dictionaries(label_text, label_text | st.integers() | st.none() | st.lists(st.text(max_size=2), max_size=1), max_size=4),
+    st.dictionaries(
+        label_text,
+        label_text | st.integers() | st.none() | st.lists(st.text(max_size=2), max_size=1),
+        max_size=4,
+    ),
     st.booleans(),
     st.sampled_from([5, 600, 16 * 1024]),
 )
@@ -143,13 +170,28 @@ def test_remembered_times_still_report_errors_with_their_path():
 # The short web path --------------------------------------------------------------------------
 
 
-def environ(path: str, body: bytes, *, token: str | None, method: str = "POST", host: str = "127.0.0.1:8000") -> dict:
+def environ(
+    path: str, body: bytes, *, token: str | None, method: str = "POST", host: str = "127.0.0.1:8000"
+) -> dict:
     env = {
-        "REQUEST_METHOD": method, "PATH_INFO": path, "SCRIPT_NAME": "", "QUERY_STRING": "", "SERVER_NAME": "127.0.0.1",
-        "SERVER_PORT": "8000", "HTTP_HOST": host, "CONTENT_TYPE": "application/json", "CONTENT_LENGTH": str(len(body)),
-        "HTTP_USER_AGENT": "Alertmanager/0.25.0", "wsgi.input": io.BytesIO(body), "wsgi.url_scheme": "http",
-        "wsgi.errors": sys.stderr, "SERVER_PROTOCOL": "HTTP/1.1", "wsgi.multithread": True, "wsgi.multiprocess": True,
-        "wsgi.run_once": False, "wsgi.version": (1, 0),
+        "REQUEST_METHOD": method,
+        "PATH_INFO": path,
+        "SCRIPT_NAME": "",
+        "QUERY_STRING": "",
+        "SERVER_NAME": "127.0.0.1",
+        "SERVER_PORT": "8000",
+        "HTTP_HOST": host,
+        "CONTENT_TYPE": "application/json",
+        "CONTENT_LENGTH": str(len(body)),
+        "HTTP_USER_AGENT": "Alertmanager/0.25.0",
+        "wsgi.input": io.BytesIO(body),
+        "wsgi.url_scheme": "http",
+        "wsgi.errors": sys.stderr,
+        "SERVER_PROTOCOL": "HTTP/1.1",
+        "wsgi.multithread": True,
+        "wsgi.multiprocess": True,
+        "wsgi.run_once": False,
+        "wsgi.version": (1, 0),
     }
     if token is not None:
         env["HTTP_AUTHORIZATION"] = f"Bearer {token}"
@@ -168,7 +210,11 @@ def call(app, env: dict) -> tuple[str, list, bytes]:
     finally:
         getattr(result, "close", lambda: None)()
     assert dict(answer["headers"]).get("Content-Length", str(len(content))) == str(len(content))
-    headers = sorted((name, value if name != "Content-Length" else "n") for name, value in answer["headers"] if name != "Expires")
+    headers = sorted(
+        (name, value if name != "Content-Length" else "n")
+        for name, value in answer["headers"]
+        if name != "Expires"
+    )
     return answer["status"], headers, re.sub(rb'"delivery": \d+', b'"delivery": N', content)
 
 
@@ -201,19 +247,32 @@ def test_short_path_answers_exactly_as_the_full_handler(wsgi, make_integration, 
     token = integration.plain_token
     n = iter(range(1000))
     cases = {
-        "accepted, one rejected": lambda: environ(integration.path, am_body({"alertname": f"A{next(n)}"}, {}), token=token),
+        "accepted, one rejected": lambda: environ(
+            integration.path, am_body({"alertname": f"A{next(n)}"}, {}), token=token
+        ),
         "nothing usable": lambda: environ(integration.path, b'{"alerts": 5}', token=token),
         "empty": lambda: environ(integration.path, b"", token=token),
         "not JSON": lambda: environ(integration.path, b"{'alerts': []}", token=token),
         "wrong token": lambda: environ(integration.path, am_body({"a": "b"}), token="wrong"),
         "no token": lambda: environ(integration.path, am_body({"a": "b"}), token=None),
         "unknown id": lambda: environ("/hooks/alertmanager/987654/", am_body({"a": "b"}), token=token),
-        "other kind's path": lambda: environ(f"/hooks/grafana/{integration.pk}/", am_body({"a": "b"}), token=token),
+        "other kind's path": lambda: environ(
+            f"/hooks/grafana/{integration.pk}/", am_body({"a": "b"}), token=token
+        ),
         "unknown kind": lambda: environ(f"/hooks/nagios/{integration.pk}/", am_body({"a": "b"}), token=token),
         "too large": lambda: environ(integration.path, b"x" * 5000, token=token),
-        "events routing key": lambda: environ(events.path, json.dumps({
-            "routing_key": events.plain_token, "event_action": "trigger", "dedup_key": f"k{next(n)}",
-            "payload": {"summary": "s", "source": "h", "severity": "error"}}).encode(), token=None),
+        "events routing key": lambda: environ(
+            events.path,
+            json.dumps(
+                {
+                    "routing_key": events.plain_token,
+                    "event_action": "trigger",
+                    "dedup_key": f"k{next(n)}",
+                    "payload": {"summary": "s", "source": "h", "severity": "error"},
+                }
+            ).encode(),
+            token=None,
+        ),
         "GET": lambda: environ(integration.path, b"", token=token, method="GET"),
         "no slash": lambda: environ(integration.path.rstrip("/"), am_body({"a": "b"}), token=token),
     }
@@ -228,14 +287,25 @@ def test_short_path_answers_exactly_as_the_full_handler(wsgi, make_integration, 
 def test_short_path_refuses_a_host_django_refuses(wsgi, make_integration, settings):
     settings.ALLOWED_HOSTS = ["rootline.example"]
     integration = make_integration()
-    status, _, content = call(wsgi.application, environ(integration.path, am_body({"a": "b"}), token=integration.plain_token, host="evil.example"))
+    status, _, content = call(
+        wsgi.application,
+        environ(integration.path, am_body({"a": "b"}), token=integration.plain_token, host="evil.example"),
+    )
     assert status.startswith("400") and b"Bad Request" in content
-    status, _, _ = call(wsgi.application, environ(integration.path, am_body({"a": "b"}), token=integration.plain_token, host="rootline.example"))
+    status, _, _ = call(
+        wsgi.application,
+        environ(
+            integration.path, am_body({"a": "b"}), token=integration.plain_token, host="rootline.example"
+        ),
+    )
     assert status.startswith("202")
 
 
 @pytest.mark.django_db(transaction=True)
-@pytest.mark.parametrize("content_type", ["application/json; charset=\x00", "application/json; charset=utf\x00-8", "text/plain; charset=\x00x"])
+@pytest.mark.parametrize(
+    "content_type",
+    ["application/json; charset=\x00", "application/json; charset=utf\x00-8", "text/plain; charset=\x00x"],
+)
 def test_a_charset_with_a_nul_is_ignored_not_a_500_on_either_path(wsgi, make_integration, content_type):
     """`codecs.lookup` raises ValueError for a name holding a NUL, which Django's request did not
     expect (it catches LookupError): a 500 before any view ran, and the body lost."""
@@ -260,15 +330,23 @@ def test_the_asgi_request_ignores_a_charset_with_a_nul_too():
     from rootline.asgi import SenderSafeASGIRequest, application
 
     assert application.request_class is SenderSafeASGIRequest
-    scope = {"type": "http", "method": "POST", "path": "/hooks/alertmanager/1/", "query_string": b"", "root_path": "",
-             "headers": [(b"content-type", b"application/json; charset=\x00"), (b"host", b"127.0.0.1")]}
+    scope = {
+        "type": "http",
+        "method": "POST",
+        "path": "/hooks/alertmanager/1/",
+        "query_string": b"",
+        "root_path": "",
+        "headers": [(b"content-type", b"application/json; charset=\x00"), (b"host", b"127.0.0.1")],
+    }
     request = SenderSafeASGIRequest(scope, io.BytesIO(b"{}"))
     assert request.content_type == "application/json" and "charset" not in request.content_params
     assert request.encoding is None  # Django's default (settings.DEFAULT_CHARSET) applies
 
 
 @pytest.mark.django_db
-def test_integration_cache_keeps_a_disabled_integration_only_for_its_ttl(make_integration, settings, monkeypatch):
+def test_integration_cache_keeps_a_disabled_integration_only_for_its_ttl(
+    make_integration, settings, monkeypatch
+):
     from incidents.models import Integration
     from incidents.services import integrations
 
@@ -279,7 +357,9 @@ def test_integration_cache_keeps_a_disabled_integration_only_for_its_ttl(make_in
     token = integration.plain_token
 
     def authenticate(secret: str = token):
-        return integrations.integration_authenticate(integration_id=integration.pk, kind="alertmanager", token=secret)
+        return integrations.integration_authenticate(
+            integration_id=integration.pk, kind="alertmanager", token=secret
+        )
 
     assert authenticate() is not None
     Integration.objects.filter(pk=integration.pk).update(is_active=False)  # another process: no signal here
@@ -301,13 +381,22 @@ def test_integration_cache_off_and_new_token_at_once(make_integration, settings)
     from incidents.services import integrations
 
     integration = make_integration()
-    assert integrations.integration_authenticate(integration_id=integration.pk, kind="alertmanager", token=integration.plain_token)
+    assert integrations.integration_authenticate(
+        integration_id=integration.pk, kind="alertmanager", token=integration.plain_token
+    )
     Integration.objects.filter(pk=integration.pk).update(token_digest=token_digest("rotated"))
-    assert integrations.integration_authenticate(integration_id=integration.pk, kind="alertmanager", token="rotated")
+    assert integrations.integration_authenticate(
+        integration_id=integration.pk, kind="alertmanager", token="rotated"
+    )
     settings.ROOTLINE_INTEGRATION_CACHE_SECONDS = 0
     integrations.INTEGRATIONS.clear()
     Integration.objects.filter(pk=integration.pk).update(is_active=False)
-    assert integrations.integration_authenticate(integration_id=integration.pk, kind="alertmanager", token="rotated") is None
+    assert (
+        integrations.integration_authenticate(
+            integration_id=integration.pk, kind="alertmanager", token="rotated"
+        )
+        is None
+    )
 
 
 @pytest.mark.django_db(transaction=True)
@@ -374,15 +463,31 @@ def stored(integration) -> list[tuple]:
     from incidents.models import Alert
 
     return [
-        (alert.starts_at, alert.status, alert.ends_at, alert.alertname, alert.labels, alert.annotations,
-         alert.generator_url, alert.kind, alert.layer, alert.failure_mode, alert.correlation_key, alert.correlated,
-         alert.classified_by, alert.false_positive, alert.incident_id)
+        (
+            alert.starts_at,
+            alert.status,
+            alert.ends_at,
+            alert.alertname,
+            alert.labels,
+            alert.annotations,
+            alert.generator_url,
+            alert.kind,
+            alert.layer,
+            alert.failure_mode,
+            alert.correlation_key,
+            alert.correlated,
+            alert.classified_by,
+            alert.false_positive,
+            alert.incident_id,
+        )
         for alert in Alert.objects.filter(integration=integration)
     ]
 
 
 @pytest.mark.django_db
-def test_batched_drain_stores_what_one_by_one_processing_stores(make_integration, django_capture_on_commit_callbacks, settings):
+def test_batched_drain_stores_what_one_by_one_processing_stores(
+    make_integration, django_capture_on_commit_callbacks, settings
+):
     """Views of one occurrence in delivery order (firing, resolved, late firing), a rejected
     body, an Events API delivery in its place: the same rows, batched or not (fingerprints
     differ between the two sets: they hash labels that name the set)."""
@@ -397,12 +502,25 @@ def test_batched_drain_stores_what_one_by_one_processing_stores(make_integration
         fleet = {"cluster": f"c-{tag}", "namespace": "llm"}
         firing = [{"alertname": "KVCacheHigh", "pod": f"p{i}", **fleet} for i in range(3)]
         return [
-            ("alertmanager", am_body(*firing, status="firing", endsAt="0001-01-01T00:00:00Z", annotations={"summary": "high"})),
+            (
+                "alertmanager",
+                am_body(
+                    *firing, status="firing", endsAt="0001-01-01T00:00:00Z", annotations={"summary": "high"}
+                ),
+            ),
             ("alertmanager", am_body(firing[0], status="resolved", endsAt="2026-11-29T02:30:00Z")),
             ("alertmanager", am_body(firing[0], firing[1], status="firing", annotations={"summary": "late"})),
             ("alertmanager", b'{"alerts": "none"}'),
-            ("events", json.dumps({"event_action": "trigger", "dedup_key": f"d-{tag}",
-                                   "payload": {"summary": "disk", "source": "h1", "severity": "error"}}).encode()),
+            (
+                "events",
+                json.dumps(
+                    {
+                        "event_action": "trigger",
+                        "dedup_key": f"d-{tag}",
+                        "payload": {"summary": "disk", "source": "h1", "severity": "error"},
+                    }
+                ).encode(),
+            ),
             ("alertmanager", am_body({"alertname": "OOM", "pod": "p9", **fleet}, status="firing")),
             ("events", json.dumps({"event_action": "resolve", "dedup_key": f"d-{tag}"}).encode()),
         ]
@@ -411,7 +529,9 @@ def test_batched_drain_stores_what_one_by_one_processing_stores(make_integration
         integrations = {kind: make_integration(kind) for kind in ("alertmanager", "events")}
         with django_capture_on_commit_callbacks(execute=False):
             for kind, body in bodies(tag):
-                services.delivery_receive(integration=integrations[kind], body=body, headers={}, received_at=received)
+                services.delivery_receive(
+                    integration=integrations[kind], body=body, headers={}, received_at=received
+                )
         return integrations
 
     one = receive("x")
@@ -424,7 +544,10 @@ def test_batched_drain_stores_what_one_by_one_processing_stores(make_integration
 
     def normalised(integrations) -> list[tuple]:
         rows = stored(integrations["alertmanager"]) + stored(integrations["events"])
-        return sorted(json.dumps(row, default=str, sort_keys=True).replace("c-x2", "c-x").replace("d-x2", "d-x") for row in rows)
+        return sorted(
+            json.dumps(row, default=str, sort_keys=True).replace("c-x2", "c-x").replace("d-x2", "d-x")
+            for row in rows
+        )
 
     assert normalised(one) == normalised(batched)
     assert len(normalised(batched)) == 5

@@ -1,11 +1,12 @@
 """Every real sender's body accepted: groups routed through PagerDuty's Events API by
 Alertmanager's and Grafana's notifiers (large ones included), Events API v1, Grafana's legacy
 alerting webhook, and `truncatedAlerts`. Recorded and documented bodies in tests/fixtures/."""
+
 from __future__ import annotations
 
 import json
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -18,7 +19,7 @@ from correlate.ingest.common import MAX_ANNOTATION_VALUE, MAX_LABEL_VALUE
 from incidents.models import Alert, Delivery
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-RECEIVED = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
+RECEIVED = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
 
 def body(name: str) -> bytes:
@@ -67,7 +68,10 @@ def test_large_pagerduty_group_through_the_url_fires_then_resolves(prefix, make_
     assert trigger.status_code == 202, trigger.json()
     assert trigger.json()["accepted"] == 1 and trigger.json()["rejected"] == []
     [alert] = Alert.objects.filter(integration=integration)
-    assert alert.status == "firing" and alert.alertname == parse_one("events", f"{prefix}_trigger.json").alertname
+    assert (
+        alert.status == "firing"
+        and alert.alertname == parse_one("events", f"{prefix}_trigger.json").alertname
+    )
     resolve = deliver(integration, body(f"{prefix}_resolve.json"))
     assert resolve.status_code == 202, resolve.json()
     [alert] = Alert.objects.filter(integration=integration)
@@ -87,11 +91,19 @@ def test_grafana_pagerduty_events_are_named_by_their_alerts_not_the_placeholder_
 
 def test_a_pagerduty_event_without_alert_lists_keeps_its_name_from_the_summary_without_the_count():
     def named(summary: str, **payload) -> str:
-        event = {"event_action": "trigger", "dedup_key": "k", "payload": {"summary": summary, "source": "am", **payload}}
+        event = {
+            "event_action": "trigger",
+            "dedup_key": "k",
+            "payload": {"summary": summary, "source": "am", **payload},
+        }
         [alert] = parser_for("events")(json.dumps(event).encode(), RECEIVED).alerts
         return alert.alertname
 
-    assert named("[FIRING:3] PDAlert prod-eu (api-1:8080 critical)") == named("[RESOLVED] PDAlert prod-eu (api-1:8080)") == "PDAlert prod-eu"
+    assert (
+        named("[FIRING:3] PDAlert prod-eu (api-1:8080 critical)")
+        == named("[RESOLVED] PDAlert prod-eu (api-1:8080)")
+        == "PDAlert prod-eu"
+    )
     assert named("[FIRING:1]  (val1)", **{"class": "default"}) == "(val1)"
     assert named("Disk full on db-1") == "Disk full on db-1"
     assert named("[FIRING:2] X", **{"class": "NodeDown"}) == "NodeDown"
@@ -99,8 +111,15 @@ def test_a_pagerduty_event_without_alert_lists_keeps_its_name_from_the_summary_w
 
 def test_an_over_long_custom_detail_is_kept_as_text_not_refused():
     huge = "x" * (MAX_ANNOTATION_VALUE + 10)
-    event = {"event_action": "trigger", "dedup_key": "k1",
-             "payload": {"summary": "s", "source": "src", "custom_details": {"alertname": "VLLMKVCacheFull", "pod": "vllm-0", "dump": huge}}}
+    event = {
+        "event_action": "trigger",
+        "dedup_key": "k1",
+        "payload": {
+            "summary": "s",
+            "source": "src",
+            "custom_details": {"alertname": "VLLMKVCacheFull", "pod": "vllm-0", "dump": huge},
+        },
+    }
     [alert] = parser_for("events")(json.dumps(event).encode(), RECEIVED).alerts
     assert alert.alertname == "VLLMKVCacheFull" and alert.labels["pod"] == "vllm-0"
     assert "dump" not in alert.labels
@@ -109,7 +128,10 @@ def test_an_over_long_custom_detail_is_kept_as_text_not_refused():
 
 def test_group_alert_labels_reads_the_template_text_and_nothing_else():
     text = "Labels:\n - alertname = A\n - msg = line one\nline two\nAnnotations:\n - summary = s\nSource: http://x\nLabels:\n - alertname = A\n - msg = other\nAnnotations:\n"
-    assert pagerduty.group_alert_labels(text) == [{"alertname": "A", "msg": "line one\nline two"}, {"alertname": "A", "msg": "other"}]
+    assert pagerduty.group_alert_labels(text) == [
+        {"alertname": "A", "msg": "line one\nline two"},
+        {"alertname": "A", "msg": "other"},
+    ]
     assert pagerduty.common_labels(pagerduty.group_alert_labels(text)) == {"alertname": "A"}
     assert pagerduty.group_alert_labels("5") == [] and pagerduty.group_labels({"firing": "just text"}) == {}
 
@@ -126,19 +148,28 @@ def test_the_engine_file_reader_names_pagerduty_events_as_the_webhook_does():
 
 # --- Events API v1 -------------------------------------------------------------------------
 
+
 def test_events_api_v1_from_alertmanager_is_read_as_v2():
     trigger = parse_one("events", "events/am025_pagerduty_v1_trigger.json")
     v2 = parse_one("events", "events/am025_pd_large_trigger.json")
-    assert (trigger.fingerprint, trigger.alertname, trigger.status) == (v2.fingerprint, v2.alertname, "firing")
+    assert (trigger.fingerprint, trigger.alertname, trigger.status) == (
+        v2.fingerprint,
+        v2.alertname,
+        "firing",
+    )
     resolve = parse_one("events", "events/am025_pagerduty_v1_resolve.json")
     assert (resolve.fingerprint, resolve.status) == (trigger.fingerprint, "resolved")
 
 
 def test_events_api_v1_errors_name_v1_fields():
     with pytest.raises(PayloadError, match=r"^event_type: expected one of trigger"):
-        parser_for("events")(json.dumps({"service_key": "k", "event_type": "page", "description": "d"}).encode(), RECEIVED)
+        parser_for("events")(
+            json.dumps({"service_key": "k", "event_type": "page", "description": "d"}).encode(), RECEIVED
+        )
     with pytest.raises(PayloadError, match=r"^description: missing"):
-        parser_for("events")(json.dumps({"service_key": "k", "event_type": "trigger", "incident_key": "i"}).encode(), RECEIVED)
+        parser_for("events")(
+            json.dumps({"service_key": "k", "event_type": "trigger", "incident_key": "i"}).encode(), RECEIVED
+        )
     with pytest.raises(PayloadError, match=r"^incident_key: missing"):
         parser_for("events")(json.dumps({"service_key": "k", "event_type": "resolve"}).encode(), RECEIVED)
 
@@ -158,6 +189,7 @@ def test_events_api_v1_authenticates_by_its_service_key(make_integration, delive
 
 # --- Grafana legacy alerting ---------------------------------------------------------------
 
+
 def test_grafana_legacy_docs_body_is_one_alert_named_by_its_rule():
     alert = parse_one("grafana", "grafana/grafana_legacy_docs_alerting.json")
     assert alert.alertname == "Panel Title alert" and alert.labels["tag name"] == "tag value"
@@ -173,8 +205,15 @@ def test_grafana_legacy_alerting_then_ok_through_the_url_resolves_one_occurrence
     integration = make_integration("grafana")
     assert deliver(integration, body("grafana/grafana_legacy_fleet_alerting.json")).status_code == 202
     alert = Alert.objects.get(integration=integration)
-    assert (alert.alertname, alert.labels["cluster"], alert.status) == ("KVCacheFragmentationHigh", "gpu-prod-eu1", "firing")
-    ok = json.loads(body("grafana/grafana_legacy_fleet_alerting.json")) | {"state": "ok", "title": "[OK] KVCacheFragmentationHigh"}
+    assert (alert.alertname, alert.labels["cluster"], alert.status) == (
+        "KVCacheFragmentationHigh",
+        "gpu-prod-eu1",
+        "firing",
+    )
+    ok = json.loads(body("grafana/grafana_legacy_fleet_alerting.json")) | {
+        "state": "ok",
+        "title": "[OK] KVCacheFragmentationHigh",
+    }
     assert deliver(integration, json.dumps(ok).encode()).status_code == 202
     assert Alert.objects.get(integration=integration).status == "resolved"
 
@@ -194,6 +233,7 @@ def test_grafana_legacy_unknown_state_says_which_format_it_read():
 
 # --- bodies sent to the wrong kind, and versions -------------------------------------------
 
+
 def test_a_body_for_another_kind_names_the_integration_it_belongs_to():
     with pytest.raises(PayloadError, match="`events` integration"):
         parser_for("alertmanager")(body("events/am025_pd_large_trigger.json"), RECEIVED)
@@ -207,6 +247,7 @@ def test_a_body_for_another_kind_names_the_integration_it_belongs_to():
 
 
 # --- truncatedAlerts -----------------------------------------------------------------------
+
 
 def metric(text: str, name: str) -> float:
     return float(re.search(rf"^{name} (\S+)$", text, re.M).group(1))

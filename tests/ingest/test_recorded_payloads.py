@@ -1,8 +1,9 @@
 """Recorded real payloads (tests/fixtures/<source>/) replayed through parse() and through the URL."""
+
 from __future__ import annotations
 
 import json
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 from pathlib import Path
 
 import pytest
@@ -12,11 +13,13 @@ from correlate.ingest import parser_for
 from incidents.models import Alert, Delivery
 
 FIXTURES = Path(__file__).resolve().parent.parent / "fixtures"
-RECEIVED = datetime(2026, 11, 29, 12, 0, tzinfo=timezone.utc)
+RECEIVED = datetime(2026, 11, 29, 12, 0, tzinfo=UTC)
 
 
 def bodies(source: str) -> list[Path]:
-    return sorted(path for path in (FIXTURES / source).glob("*.json") if not path.name.endswith(".headers.json"))
+    return sorted(
+        path for path in (FIXTURES / source).glob("*.json") if not path.name.endswith(".headers.json")
+    )
 
 
 def alert_count(source: str, document) -> int:
@@ -75,7 +78,11 @@ def test_recorded_bodies_through_the_url_are_stored_and_processed(source, make_i
         response = deliver(integration, path.read_bytes())
         assert response.status_code == 202, (path.name, response.json())
         expected += response.json()["accepted"]
-    distinct_bodies = {path.read_bytes() for path in bodies(source)}  # a byte-identical re-send is stored once
-    assert Delivery.objects.filter(integration=integration, status="processed").count() == len(distinct_bodies)
+    distinct_bodies = {
+        path.read_bytes() for path in bodies(source)
+    }  # a byte-identical re-send is stored once
+    assert Delivery.objects.filter(integration=integration, status="processed").count() == len(
+        distinct_bodies
+    )
     assert Alert.objects.filter(integration=integration).exists()
     assert expected >= Alert.objects.filter(integration=integration).count()

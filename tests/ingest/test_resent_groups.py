@@ -2,6 +2,7 @@
 notification of the group, Events API senders trigger an open key again at every evaluation. A
 view that changes nothing writes nothing (no new row version, no second correlation), and one
 that changes something is still written."""
+
 from __future__ import annotations
 
 import json
@@ -69,9 +70,20 @@ def test_an_event_triggered_again_unchanged_writes_nothing(make_integration, sto
     hook = make_integration("events")
 
     def trigger(at: str, summary: str = "KV cache full on vllm-a") -> bytes:
-        return json.dumps({"routing_key": hook.plain_token, "event_action": "trigger", "dedup_key": "kv-a",
-                           "payload": {"summary": summary, "source": "vllm-a", "severity": "critical", "timestamp": at,
-                                       "custom_details": {"alertname": "VLLMKVCacheFull", "pod": "vllm-a"}}}).encode()
+        return json.dumps(
+            {
+                "routing_key": hook.plain_token,
+                "event_action": "trigger",
+                "dedup_key": "kv-a",
+                "payload": {
+                    "summary": summary,
+                    "source": "vllm-a",
+                    "severity": "critical",
+                    "timestamp": at,
+                    "custom_details": {"alertname": "VLLMKVCacheFull", "pod": "vllm-a"},
+                },
+            }
+        ).encode()
 
     store(hook, trigger("2026-11-29T01:00:00Z"))
     first = row_versions()["vllm-a"]

@@ -1,4 +1,5 @@
 """What the live integration tests share."""
+
 from __future__ import annotations
 
 import pytest

@@ -6,6 +6,7 @@
 - two real workers on Redis against PostgreSQL with interleaved deliveries: no duplicate
   incidents, no alert lost.
 """
+
 from __future__ import annotations
 
 import json
@@ -23,8 +24,8 @@ from correlate.batch import correlate
 from correlate.io import read_alerts
 from correlate.scoring import grouping_from_document, grouping_from_incidents, score
 from incidents import selectors, services
-from incidents.services.correlation import correlation_run
 from incidents.models import Alert, Delivery, Incident
+from incidents.services.correlation import correlation_run
 from incidents.tasks import process_delivery
 from tests.conftest import require_postgres, wait_until
 
@@ -62,16 +63,26 @@ def post_fleet(fleet: Path, live_server, make_integration) -> None:
     session = requests.Session()
     for hook, path in ((changes_hook, fleet / "changes.jsonl"), (alerts_hook, fleet / "alerts.jsonl")):
         for body in bodies(path):
-            response = session.post(live_server.url + hook.path, data=body, headers={"Authorization": f"Bearer {hook.plain_token}"}, timeout=30)
+            response = session.post(
+                live_server.url + hook.path,
+                data=body,
+                headers={"Authorization": f"Bearer {hook.plain_token}"},
+                timeout=30,
+            )
             assert response.status_code == 202, response.text
 
 
 def quiet() -> bool:
-    return not Delivery.objects.filter(status="pending").exists() and not Alert.objects.filter(correlated=False).exists()
+    return (
+        not Delivery.objects.filter(status="pending").exists()
+        and not Alert.objects.filter(correlated=False).exists()
+    )
 
 
 @pytest.mark.django_db(transaction=True)
-def test_replay_through_the_webhook_scores_as_the_engine_offline(fleet, live_server, make_integration, processing):
+def test_replay_through_the_webhook_scores_as_the_engine_offline(
+    fleet, live_server, make_integration, processing
+):
     truth = json.loads((fleet / "truth.json").read_text())
     post_fleet(fleet, live_server, make_integration)
     wait_until(quiet, timeout=120, interval=0.3, what="every delivery processed and every alert correlated")
@@ -83,7 +94,9 @@ def test_replay_through_the_webhook_scores_as_the_engine_offline(fleet, live_ser
 
 @pytest.mark.django_db(transaction=True)
 @pytest.mark.parametrize("scenario, seed", [("gpu-xid-crash", 3), ("march-oom", 29), ("threshold-storm", 3)])
-def test_other_scenarios_through_the_webhook_score_as_the_engine_offline(scenario, seed, tmp_path, live_server, make_integration, processing):
+def test_other_scenarios_through_the_webhook_score_as_the_engine_offline(
+    scenario, seed, tmp_path, live_server, make_integration, processing
+):
     """A cause delivered after its effects, a human's false positive with a threshold edit, a change
     that roots a storm: each as the engine has it offline (every scenario x seeds 3 and 29 passed
     once, fourteenth session; these three stay)."""
@@ -106,7 +119,9 @@ def test_shuffled_arrival_incremental_and_batch_give_the_same_incidents(fleet, m
         Incident.objects.all().delete()
         Delivery.objects.all().delete()
         alerts_hook, changes_hook = make_integration("alertmanager"), make_integration("events")
-        pairs = [(alerts_hook, body) for body in alert_bodies] + [(changes_hook, body) for body in change_bodies]
+        pairs = [(alerts_hook, body) for body in alert_bodies] + [
+            (changes_hook, body) for body in change_bodies
+        ]
         if order_seed is not None:
             random.Random(order_seed).shuffle(pairs)
         for hook, body in pairs:
@@ -125,17 +140,26 @@ def test_shuffled_arrival_incremental_and_batch_give_the_same_incidents(fleet, m
 
 
 @pytest.mark.django_db(transaction=True)
-def test_two_real_workers_with_interleaved_deliveries_lose_nothing_and_duplicate_nothing(fleet, live_server, make_integration, start_workers):
+def test_two_real_workers_with_interleaved_deliveries_lose_nothing_and_duplicate_nothing(
+    fleet, live_server, make_integration, start_workers
+):
     start_workers(2, concurrency=2)
     alerts_hook, changes_hook = make_integration("alertmanager"), make_integration("events")
-    pairs = [(alerts_hook, body) for body in bodies(fleet / "alerts.jsonl")] + [(changes_hook, body) for body in bodies(fleet / "changes.jsonl")]
+    pairs = [(alerts_hook, body) for body in bodies(fleet / "alerts.jsonl")] + [
+        (changes_hook, body) for body in bodies(fleet / "changes.jsonl")
+    ]
     random.Random(5).shuffle(pairs)
     failures: list[str] = []
 
     def send(share: list) -> None:
         session = requests.Session()
         for hook, body in share:
-            response = session.post(live_server.url + hook.path, data=body, headers={"Authorization": f"Bearer {hook.plain_token}"}, timeout=30)
+            response = session.post(
+                live_server.url + hook.path,
+                data=body,
+                headers={"Authorization": f"Bearer {hook.plain_token}"},
+                timeout=30,
+            )
             if response.status_code != 202:
                 failures.append(response.text)
 
@@ -148,14 +172,21 @@ def test_two_real_workers_with_interleaved_deliveries_lose_nothing_and_duplicate
     wait_until(quiet, timeout=180, interval=0.3, what="both workers to finish")
     expected = partition(offline(fleet))
     stored = partition(stored_grouping())
-    assert sum(len(group) for group in stored) == sum(len(group) for group in expected) == Alert.objects.count()
+    assert (
+        sum(len(group) for group in stored) == sum(len(group) for group in expected) == Alert.objects.count()
+    )
     assert stored == expected
     visible = Incident.objects.visible()
-    assert visible.count() == len([group for group in stored if group]) - Alert.objects.filter(incident=None).count()
+    assert (
+        visible.count()
+        == len([group for group in stored if group]) - Alert.objects.filter(incident=None).count()
+    )
 
 
 @pytest.mark.django_db(transaction=True)
-def test_sharded_correlation_workers_each_keep_their_clusters(fleet, live_server, make_integration, start_workers, settings, tmp_path):
+def test_sharded_correlation_workers_each_keep_their_clusters(
+    fleet, live_server, make_integration, start_workers, settings, tmp_path
+):
     """ROOTLINE_CORRELATION_SHARDS=2 as `make serve` runs it: an ingestion worker and one worker per
     shard queue. Every cluster is correlated by one process only, which runs it from its kept
     state, and the incidents are the engine's."""
@@ -164,7 +195,13 @@ def test_sharded_correlation_workers_each_keep_their_clusters(fleet, live_server
     start_workers(1, concurrency=2, queues="rootline", extra_env=shards)
     logs = [tmp_path / "shard-0.log", tmp_path / "shard-1.log"]
     for number, log in enumerate(logs):
-        start_workers(1, concurrency=1, queues=f"{settings.CELERY_CORRELATION_QUEUE}-{number}", extra_env=shards, log=log)
+        start_workers(
+            1,
+            concurrency=1,
+            queues=f"{settings.CELERY_CORRELATION_QUEUE}-{number}",
+            extra_env=shards,
+            log=log,
+        )
     post_fleet(fleet, live_server, make_integration)
     wait_until(quiet, timeout=180, interval=0.3, what="the shards to correlate every alert")
     assert partition(stored_grouping()) == partition(offline(fleet))
@@ -175,4 +212,7 @@ def test_sharded_correlation_workers_each_keep_their_clusters(fleet, live_server
     assert keys_by_shard[0] | keys_by_shard[1] == clusters
     assert not keys_by_shard[0] & keys_by_shard[1]  # a cluster never ran in both processes
     assert all(keys_by_shard)  # and the clusters were spread over both
-    assert sum(path == "kept state" for shard in runs for _, path in shard) > sum(len(shard) for shard in runs) // 2
+    assert (
+        sum(path == "kept state" for shard in runs for _, path in shard)
+        > sum(len(shard) for shard in runs) // 2
+    )

@@ -1,4 +1,5 @@
 """`rules export` fills the thresholds from the catalog bands; the shipped files are a default export."""
+
 from __future__ import annotations
 
 import subprocess
@@ -35,12 +36,16 @@ def test_shipped_runbooks_equal_the_generated_ones(packaged_catalog, alerts):
     assert sorted(expected) == sorted(f"{a.name}.md" for a in alerts)
     assert sorted(shipped) == sorted(expected)
     for name, text in expected.items():
-        assert shipped[name] == text, f"docs/runbooks/{name} drifted: run `manage.py rules runbooks --dir docs/runbooks`"
+        assert shipped[name] == text, (
+            f"docs/runbooks/{name} drifted: run `manage.py rules runbooks --dir docs/runbooks`"
+        )
 
 
 def test_export_uses_the_team_catalog_thresholds_and_base_url(tmp_path, settings):
     team = tmp_path / "team.yaml"
-    team.write_text("bands:\n  kv_fragmentation: {red: 0.3}\n  kv_pool_usage: {yellow: 0.75, red: 0.9}\n  ttft_p99: {red: 1.5}\n")
+    team.write_text(
+        "bands:\n  kv_fragmentation: {red: 0.3}\n  kv_pool_usage: {yellow: 0.75, red: 0.9}\n  ttft_p99: {red: 1.5}\n"
+    )
     settings.CATALOG_PATH = str(team)
     settings.BASE_URL = "https://rootline.example.com"
     out = tmp_path / "pack"
@@ -55,15 +60,25 @@ def test_export_uses_the_team_catalog_thresholds_and_base_url(tmp_path, settings
     assert rules["LLMVllmTTFTHigh"]["expr"].endswith("> 1.5")
     assert rules["LLMTritonTTFTHigh"]["expr"].endswith("> 1500")
     assert "above 0.3 for 5 minutes" in rules["LLMKVFragmentationHigh"]["annotations"]["description"]
-    assert rules["LLMKVFragmentationHigh"]["annotations"]["runbook_url"] == "https://rootline.example.com/runbooks/LLMKVFragmentationHigh/"
+    assert (
+        rules["LLMKVFragmentationHigh"]["annotations"]["runbook_url"]
+        == "https://rootline.example.com/runbooks/LLMKVFragmentationHigh/"
+    )
     shipped = exported_rules(RULES_DIR)
     assert shipped["LLMKVFragmentationHigh"]["expr"].endswith("> 0.25")
     assert rules["LLMVllmQueueWaitHigh"] == shipped["LLMVllmQueueWaitHigh"] | {
-        "annotations": {**shipped["LLMVllmQueueWaitHigh"]["annotations"],
-                        "runbook_url": "https://rootline.example.com/runbooks/LLMVllmQueueWaitHigh/"}}
+        "annotations": {
+            **shipped["LLMVllmQueueWaitHigh"]["annotations"],
+            "runbook_url": "https://rootline.example.com/runbooks/LLMVllmQueueWaitHigh/",
+        }
+    }
 
-    result = subprocess.run([require_binary("promtool"), "check", "rules", *map(str, sorted(out.glob("*.yml")))],
-                            capture_output=True, text=True, timeout=120)
+    result = subprocess.run(
+        [require_binary("promtool"), "check", "rules", *map(str, sorted(out.glob("*.yml")))],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
     assert result.returncode == 0, result.stdout + result.stderr
 
 

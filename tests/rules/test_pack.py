@@ -1,9 +1,10 @@
 """The pack speaks Rootline's language: contract labels, the catalog agrees by name alone, real
 metric names with their gotchas, and renamed metrics matched inside one rule."""
+
 from __future__ import annotations
 
 import re
-from datetime import datetime, timezone
+from datetime import UTC, datetime
 
 import pytest
 import yaml
@@ -13,7 +14,7 @@ from correlate.classify import classify
 from correlate.events import Alert
 from incidents.runbooks import RULES_DIR, load_sources
 
-STARTS = datetime(2026, 11, 29, 1, 30, tzinfo=timezone.utc)
+STARTS = datetime(2026, 11, 29, 1, 30, tzinfo=UTC)
 SOURCES = {name: data for name, data in load_sources()}
 ALL_RULES = [(name, rule) for name, data in SOURCES.items() for rule in data["rules"]]
 RENAMED = [
@@ -34,7 +35,13 @@ def pack_names(alerts) -> list[str]:
 
 def test_the_pack_covers_every_source_and_the_six_failure_modes(alerts):
     assert {a.source for a in alerts} == {
-        "vllm.yml", "sglang.yml", "tensorrt-llm.yml", "triton.yml", "dcgm.yml", "kubernetes.yml", "gateway.yml",
+        "vllm.yml",
+        "sglang.yml",
+        "tensorrt-llm.yml",
+        "triton.yml",
+        "dcgm.yml",
+        "kubernetes.yml",
+        "gateway.yml",
         "kv-fragmentation.yml",
     }
     modes = {a.failure_mode for a in alerts}
@@ -58,7 +65,9 @@ def test_shipped_files_carry_the_labels_rootline_reads_first():
             for rule in group["rules"]:
                 if "alert" in rule:
                     assert {"severity", "layer", "failure_mode"} <= set(rule["labels"]), rule["alert"]
-                    assert {"summary", "description", "runbook_url"} <= set(rule["annotations"]), rule["alert"]
+                    assert {"summary", "description", "runbook_url"} <= set(rule["annotations"]), rule[
+                        "alert"
+                    ]
 
 
 @pytest.mark.parametrize("with_labels", [False, True], ids=["name-alone", "with-labels"])
@@ -70,7 +79,9 @@ def test_the_catalog_classifies_each_alert_as_its_labels_say(alerts, packaged_ca
             labels.update(severity=alert.severity, layer=alert.layer, failure_mode=alert.failure_mode)
         got = classify(Alert(fingerprint="x", starts_at=STARTS, labels=labels), packaged_catalog)
         if (got.layer, got.failure_mode) != (alert.layer, alert.failure_mode):
-            wrong.append(f"{alert.name}: labels {alert.layer}/{alert.failure_mode}, catalog {got.layer}/{got.failure_mode}")
+            wrong.append(
+                f"{alert.name}: labels {alert.layer}/{alert.failure_mode}, catalog {got.layer}/{got.failure_mode}"
+            )
     assert wrong == []
 
 
@@ -88,8 +99,12 @@ def test_counters_are_queried_with_their_wire_names():
 
 def test_fractions_named_perc_are_compared_as_fractions():
     for source, rule in ALL_RULES:
-        for value in re.findall(r"(?:usage_perc|token_usage|kv_cache_utilization|usage:ratio)\S*\s*[<>]\s*([\d.]+)", rule["expr"]):
-            assert float(value) <= 1, f"{source}: {rule.get('alert', rule.get('record'))} compares a fraction with {value}"
+        for value in re.findall(
+            r"(?:usage_perc|token_usage|kv_cache_utilization|usage:ratio)\S*\s*[<>]\s*([\d.]+)", rule["expr"]
+        ):
+            assert float(value) <= 1, (
+                f"{source}: {rule.get('alert', rule.get('record'))} compares a fraction with {value}"
+            )
 
 
 def test_rate_windows_are_at_least_four_scrape_intervals():
@@ -103,7 +118,9 @@ def test_histogram_quantiles_read_bucket_rates_by_le():
     for source, rule in ALL_RULES:
         for call in re.findall(r"histogram_quantile\(([^,]+),\s*(.+)", rule["expr"]):
             argument = call[1]
-            assert ("_bucket[" in argument and "le" in argument) or "_bucket:rate5m" in argument, f"{source}: {argument}"
+            assert ("_bucket[" in argument and "le" in argument) or "_bucket:rate5m" in argument, (
+                f"{source}: {argument}"
+            )
     records = {rule["record"]: rule["expr"] for _, rule in ALL_RULES if "record" in rule}
     for name, expr in records.items():
         if name.endswith("_bucket:rate5m"):
@@ -120,7 +137,9 @@ def test_ratios_are_guarded_against_division_by_zero():
                 if depth == 0:
                     end = index
                     break
-            assert "> 0" in denominator[: end + 1], f"{source}: unguarded division in {rule.get('alert', rule.get('record'))}"
+            assert "> 0" in denominator[: end + 1], (
+                f"{source}: unguarded division in {rule.get('alert', rule.get('record'))}"
+            )
 
 
 @pytest.mark.parametrize("older,newer", RENAMED)
@@ -133,11 +152,15 @@ def test_a_renamed_metric_is_matched_inside_one_rule(older, newer):
     readers = [(source, rule) for source, rule in ALL_RULES if older in reads(rule["expr"])]
     assert readers, f"nothing reads {older}"
     for source, rule in readers:
-        assert newer in reads(rule["expr"]), f"{source}: {rule.get('alert', rule.get('record'))} reads {older} without {newer}"
+        assert newer in reads(rule["expr"]), (
+            f"{source}: {rule.get('alert', rule.get('record'))} reads {older} without {newer}"
+        )
 
 
 def test_preallocated_gpu_memory_is_judged_by_headroom_not_the_raw_ratio():
     dcgm = SOURCES["dcgm.yml"]["rules"]
     for rule in dcgm:
         if "FB_USED" in rule["expr"]:
-            assert "unless on (namespace, pod)" in rule["expr"] and "vllm:kv_cache_usage_perc" in rule["expr"], rule["alert"]
+            assert (
+                "unless on (namespace, pod)" in rule["expr"] and "vllm:kv_cache_usage_perc" in rule["expr"]
+            ), rule["alert"]

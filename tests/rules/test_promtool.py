@@ -1,4 +1,5 @@
 """The shipped pack passes `promtool check rules` and its unit tests (real exposition samples)."""
+
 from __future__ import annotations
 
 import shutil
@@ -26,7 +27,9 @@ def test_promtool_check_rules_accepts_every_rule_file():
 
 
 def test_promtool_unit_tests_pass():
-    assert {p.name for p in TEST_FILES} == {p.name for p in RULE_FILES}, "one promtool test file per rule file"
+    assert {p.name for p in TEST_FILES} == {p.name for p in RULE_FILES}, (
+        "one promtool test file per rule file"
+    )
     result = promtool("test", "rules", *map(str, TEST_FILES))
     assert result.returncode == 0, result.stdout + result.stderr
 

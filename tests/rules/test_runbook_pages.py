@@ -1,4 +1,5 @@
 """Every runbook_url of the pack answers a page, behind the login, with the Markdown rendered safely."""
+
 from __future__ import annotations
 
 from urllib.parse import urlsplit
@@ -51,10 +52,12 @@ def test_unknown_runbooks_are_404(viewer, name):
 
 
 def test_markdown_is_rendered_without_raw_html():
-    html = str(markdown_to_html(
-        "# Title <b>x</b>\n\nText with <script>alert(1)</script> and **bold** and `a<b`.\n\n"
-        "- [safe](https://example.com/x)\n- [bad](javascript:alert(1))\n\n```promql\nup{job=\"<x>\"} == 0\n```\n"
-    ))
+    html = str(
+        markdown_to_html(
+            "# Title <b>x</b>\n\nText with <script>alert(1)</script> and **bold** and `a<b`.\n\n"
+            '- [safe](https://example.com/x)\n- [bad](javascript:alert(1))\n\n```promql\nup{job="<x>"} == 0\n```\n'
+        )
+    )
     assert "<script>" not in html and "<b>" not in html
     assert "&lt;script&gt;" in html and "<strong>bold</strong>" in html and "<code>a&lt;b</code>" in html
     assert '<a href="https://example.com/x" rel="noopener">safe</a>' in html

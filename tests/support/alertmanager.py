@@ -21,6 +21,7 @@ Self-check (starts Alertmanager and a local receiver, posts one alert, prints th
 
     python -m tests.support.alertmanager --selftest
 """
+
 from __future__ import annotations
 
 import json
@@ -32,14 +33,23 @@ import subprocess
 import tempfile
 import threading
 import time
-from datetime import datetime, timedelta, timezone
+from collections.abc import Iterable, Mapping, Sequence
+from datetime import UTC, datetime, timedelta
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
-from typing import Any, Iterable, Mapping, Sequence
+from typing import Any
 
 import requests
 
-__all__ = ["Alertmanager", "AlertmanagerError", "WebhookSink", "find_binary", "free_port",
-           "make_alert", "require_binary", "rfc3339"]
+__all__ = [
+    "Alertmanager",
+    "AlertmanagerError",
+    "WebhookSink",
+    "find_binary",
+    "free_port",
+    "make_alert",
+    "require_binary",
+    "rfc3339",
+]
 
 
 class AlertmanagerError(RuntimeError):
@@ -80,20 +90,25 @@ def free_port() -> int:
 def rfc3339(dt: datetime) -> str:
     """UTC, millisecond precision, `Z` (what Prometheus sends)."""
     if dt.tzinfo is None:
-        dt = dt.replace(tzinfo=timezone.utc)
-    return dt.astimezone(timezone.utc).isoformat(timespec="milliseconds").replace("+00:00", "Z")
+        dt = dt.replace(tzinfo=UTC)
+    return dt.astimezone(UTC).isoformat(timespec="milliseconds").replace("+00:00", "Z")
 
 
-def make_alert(alertname: str, labels: Mapping[str, str] | None = None,
-               annotations: Mapping[str, str] | None = None, *,
-               starts_at: datetime | str | None = None, ends_at: datetime | str | None = None,
-               generator_url: str = "") -> dict[str, Any]:
+def make_alert(
+    alertname: str,
+    labels: Mapping[str, str] | None = None,
+    annotations: Mapping[str, str] | None = None,
+    *,
+    starts_at: datetime | str | None = None,
+    ends_at: datetime | str | None = None,
+    generator_url: str = "",
+) -> dict[str, Any]:
     """One alert for POST /api/v2/alerts.
 
     starts_at defaults to now; ends_at defaults to now + 1 h (firing).  An ends_at in the
     past makes Alertmanager treat the alert as resolved.
     """
-    now = datetime.now(timezone.utc)
+    now = datetime.now(UTC)
     starts_at = now if starts_at is None else starts_at
     ends_at = now + timedelta(hours=1) if ends_at is None else ends_at
     alert: dict[str, Any] = {
@@ -107,32 +122,43 @@ def make_alert(alertname: str, labels: Mapping[str, str] | None = None,
     return alert
 
 
-DEFAULT_PD_DETAILS = {k: "{{ .CommonLabels.%s }}" % k for k in
-                      ("alertname", "cluster", "namespace", "pod", "model_name", "node",
-                       "severity")}
+DEFAULT_PD_DETAILS = {
+    k: f"{{{{ .CommonLabels.{k} }}}}"
+    for k in ("alertname", "cluster", "namespace", "pod", "model_name", "node", "severity")
+}
 
 
 class Alertmanager:
     """A real Alertmanager process delivering to `webhook_url` (and optionally PagerDuty-style
     to `pagerduty_url`).  Use as a context manager, or call start()/stop()."""
 
-    def __init__(self, webhook_url: str | None = None, bearer_token: str | None = None, *,
-                 pagerduty_url: str | None = None, routing_key: str = "0" * 32,
-                 pagerduty_details: Mapping[str, str] | None = None,
-                 pagerduty_defaults: bool = False,
-                 group_by: Sequence[str] = ("alertname", "cluster"),
-                 group_wait: str = "1s", group_interval: str = "2s",
-                 repeat_interval: str = "1h", send_resolved: bool = True, max_alerts: int = 0,
-                 webhook_timeout: str | None = None, binary: str | None = None,
-                 startup_timeout: float = 30.0, receiver_name: str = "rootline"):
+    def __init__(
+        self,
+        webhook_url: str | None = None,
+        bearer_token: str | None = None,
+        *,
+        pagerduty_url: str | None = None,
+        routing_key: str = "0" * 32,
+        pagerduty_details: Mapping[str, str] | None = None,
+        pagerduty_defaults: bool = False,
+        group_by: Sequence[str] = ("alertname", "cluster"),
+        group_wait: str = "1s",
+        group_interval: str = "2s",
+        repeat_interval: str = "1h",
+        send_resolved: bool = True,
+        max_alerts: int = 0,
+        webhook_timeout: str | None = None,
+        binary: str | None = None,
+        startup_timeout: float = 30.0,
+        receiver_name: str = "rootline",
+    ):
         if not webhook_url and not pagerduty_url:
             raise ValueError("need webhook_url or pagerduty_url")
         self.webhook_url = webhook_url
         self.bearer_token = bearer_token
         self.pagerduty_url = pagerduty_url
         self.routing_key = routing_key
-        self.pagerduty_details = dict(DEFAULT_PD_DETAILS if pagerduty_details is None
-                                      else pagerduty_details)
+        self.pagerduty_details = dict(DEFAULT_PD_DETAILS if pagerduty_details is None else pagerduty_details)
         # True: the PagerDuty config a team writes first (url and key only), so Alertmanager's
         # own defaults name the event and fill its details.
         self.pagerduty_defaults = pagerduty_defaults
@@ -158,25 +184,36 @@ class Alertmanager:
             if self.max_alerts:
                 wh["max_alerts"] = self.max_alerts
             if self.bearer_token:
-                wh["http_config"] = {"authorization": {"type": "Bearer",
-                                                       "credentials": self.bearer_token}}
+                wh["http_config"] = {"authorization": {"type": "Bearer", "credentials": self.bearer_token}}
             receiver["webhook_configs"] = [wh]
         if self.pagerduty_url and self.pagerduty_defaults:
-            receiver["pagerduty_configs"] = [{"url": self.pagerduty_url, "routing_key": self.routing_key,
-                                              "send_resolved": self.send_resolved}]
+            receiver["pagerduty_configs"] = [
+                {
+                    "url": self.pagerduty_url,
+                    "routing_key": self.routing_key,
+                    "send_resolved": self.send_resolved,
+                }
+            ]
         elif self.pagerduty_url:
-            receiver["pagerduty_configs"] = [{
-                "url": self.pagerduty_url, "routing_key": self.routing_key,
-                "send_resolved": self.send_resolved,
-                "severity": "{{ if .CommonLabels.severity }}{{ .CommonLabels.severity }}"
-                            "{{ else }}error{{ end }}",
-                "class": "{{ .CommonLabels.alertname }}",
-                "details": self.pagerduty_details,
-            }]
+            receiver["pagerduty_configs"] = [
+                {
+                    "url": self.pagerduty_url,
+                    "routing_key": self.routing_key,
+                    "send_resolved": self.send_resolved,
+                    "severity": "{{ if .CommonLabels.severity }}{{ .CommonLabels.severity }}"
+                    "{{ else }}error{{ end }}",
+                    "class": "{{ .CommonLabels.alertname }}",
+                    "details": self.pagerduty_details,
+                }
+            ]
         return {
-            "route": {"receiver": self.receiver_name, "group_by": self.group_by,
-                      "group_wait": self.group_wait, "group_interval": self.group_interval,
-                      "repeat_interval": self.repeat_interval},
+            "route": {
+                "receiver": self.receiver_name,
+                "group_by": self.group_by,
+                "group_wait": self.group_wait,
+                "group_interval": self.group_interval,
+                "repeat_interval": self.repeat_interval,
+            },
             "receivers": [receiver],
         }
 
@@ -191,7 +228,7 @@ class Alertmanager:
     def pid(self) -> int | None:
         return self.proc.pid if self.proc else None
 
-    def start(self) -> "Alertmanager":
+    def start(self) -> Alertmanager:
         if self.proc is not None:
             raise AlertmanagerError("already started")
         binary = self.binary or find_binary()
@@ -200,18 +237,24 @@ class Alertmanager:
         self.workdir = tempfile.mkdtemp(prefix="rl_am_")
         cfg = os.path.join(self.workdir, "alertmanager.yml")
         with open(cfg, "w", encoding="utf-8") as fh:
-            json.dump(self.config(), fh, indent=2)   # JSON is valid YAML
+            json.dump(self.config(), fh, indent=2)  # JSON is valid YAML
         self._log = open(os.path.join(self.workdir, "alertmanager.log"), "wb")
-        for attempt in range(3):   # a free port can be taken between probe and bind
+        for attempt in range(3):  # a free port can be taken between probe and bind
             self.port = free_port()
             self.proc = subprocess.Popen(
-                [binary, "--config.file=" + cfg,
-                 "--storage.path=" + os.path.join(self.workdir, "data"),
-                 "--web.listen-address=127.0.0.1:%d" % self.port,
-                 "--web.external-url=http://127.0.0.1:%d" % self.port,
-                 "--cluster.listen-address="],
-                stdout=self._log, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
-                start_new_session=True)
+                [
+                    binary,
+                    "--config.file=" + cfg,
+                    "--storage.path=" + os.path.join(self.workdir, "data"),
+                    "--web.listen-address=127.0.0.1:%d" % self.port,
+                    "--web.external-url=http://127.0.0.1:%d" % self.port,
+                    "--cluster.listen-address=",
+                ],
+                stdout=self._log,
+                stderr=subprocess.STDOUT,
+                stdin=subprocess.DEVNULL,
+                start_new_session=True,
+            )
             try:
                 self.wait_ready(self.startup_timeout)
                 return self
@@ -228,15 +271,16 @@ class Alertmanager:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             if self.proc is None or self.proc.poll() is not None:
-                raise AlertmanagerError("Alertmanager exited (rc=%s)"
-                                        % (self.proc.returncode if self.proc else None))
+                raise AlertmanagerError(
+                    "Alertmanager exited (rc=%s)" % (self.proc.returncode if self.proc else None)
+                )
             try:
                 if self._http.get(self.url + "/-/ready", timeout=1).status_code == 200:
                     return
             except requests.RequestException:
                 pass
             time.sleep(0.05)
-        raise AlertmanagerError("/-/ready not 200 after %.0fs" % timeout)
+        raise AlertmanagerError(f"/-/ready not 200 after {timeout:.0f}s")
 
     def _kill(self) -> None:
         proc, self.proc = self.proc, None
@@ -261,7 +305,7 @@ class Alertmanager:
             shutil.rmtree(self.workdir, ignore_errors=True)
             self.workdir = None
 
-    def __enter__(self) -> "Alertmanager":
+    def __enter__(self) -> Alertmanager:
         return self.start()
 
     def __exit__(self, *exc) -> None:
@@ -281,7 +325,7 @@ class Alertmanager:
         """POST /api/v2/alerts (a list of alerts as made by make_alert)."""
         r = self._http.post(self.url + "/api/v2/alerts", json=list(alerts), timeout=5)
         if r.status_code != 200:
-            raise AlertmanagerError("POST /api/v2/alerts: %s %s" % (r.status_code, r.text))
+            raise AlertmanagerError(f"POST /api/v2/alerts: {r.status_code} {r.text}")
 
     def alerts(self, **params: Any) -> list[dict[str, Any]]:
         """GET /api/v2/alerts (params e.g. filter='alertname="X"', active=True)."""
@@ -299,7 +343,7 @@ class Alertmanager:
             head, _, value = line.rpartition(" ")
             if head.split("{", 1)[0] != name:
                 continue
-            if all('%s="%s"' % (k, v) in head for k, v in labels.items()):
+            if all(f'{k}="{v}"' in head for k, v in labels.items()):
                 total += float(value)
         return total
 
@@ -321,8 +365,14 @@ class WebhookSink:
                 n = int(self.headers.get("Content-Length") or 0)
                 raw = self.rfile.read(n) if n else b""
                 with sink._cond:
-                    sink.received.append({"path": self.path, "headers": dict(self.headers.items()),
-                                          "body": raw, "at": time.time()})
+                    sink.received.append(
+                        {
+                            "path": self.path,
+                            "headers": dict(self.headers.items()),
+                            "body": raw,
+                            "at": time.time(),
+                        }
+                    )
                     sink._cond.notify_all()
                 code = 202 if self.path.startswith("/v2/enqueue") else sink.status
                 out = b'{"status":"success","message":"Event processed"}' if code == 202 else b"ok"
@@ -343,7 +393,7 @@ class WebhookSink:
     def url(self) -> str:
         return "http://127.0.0.1:%d" % self.port
 
-    def __enter__(self) -> "WebhookSink":
+    def __enter__(self) -> WebhookSink:
         self._thread.start()
         return self
 
@@ -355,29 +405,41 @@ class WebhookSink:
         """Block until at least `count` POSTs have arrived; returns them all."""
         with self._cond:
             if not self._cond.wait_for(lambda: len(self.received) >= count, timeout):
-                raise TimeoutError("%d of %d POSTs after %.0fs" % (len(self.received), count,
-                                                                  timeout))
+                raise TimeoutError("%d of %d POSTs after %.0fs" % (len(self.received), count, timeout))
             return list(self.received)
 
 
 def _selftest() -> int:
     token = "selftest-token"
-    with WebhookSink() as sink, Alertmanager(sink.url + "/hooks/am", token,
-                                             pagerduty_url=sink.url + "/v2/enqueue") as am:
-        print("alertmanager pid %s at %s (binary %s), sink at %s"
-              % (am.pid, am.url, am.binary or find_binary(), sink.url))
+    with (
+        WebhookSink() as sink,
+        Alertmanager(sink.url + "/hooks/am", token, pagerduty_url=sink.url + "/v2/enqueue") as am,
+    ):
+        print(
+            f"alertmanager pid {am.pid} at {am.url} (binary {am.binary or find_binary()}), sink at {sink.url}"
+        )
         t0 = time.monotonic()
-        am.post_alerts([make_alert(
-            "LLMContainerOOMKilled",
-            {"cluster": "selftest", "namespace": "llm-serving", "pod": "vllm-0",
-             "model_name": "meta-llama/Llama-3.1-8B-Instruct", "node": "gpu-node-1",
-             "severity": "critical"},
-            {"summary": "vLLM container OOM-killed on vllm-0"})])
+        am.post_alerts(
+            [
+                make_alert(
+                    "LLMContainerOOMKilled",
+                    {
+                        "cluster": "selftest",
+                        "namespace": "llm-serving",
+                        "pod": "vllm-0",
+                        "model_name": "meta-llama/Llama-3.1-8B-Instruct",
+                        "node": "gpu-node-1",
+                        "severity": "critical",
+                    },
+                    {"summary": "vLLM container OOM-killed on vllm-0"},
+                )
+            ]
+        )
         got = sink.wait(2, timeout=15)
         print("received %d POSTs %.2fs after posting" % (len(got), time.monotonic() - t0))
         ok = True
         for item in got:
-            print("--- POST %s" % item["path"])
+            print("--- POST {}".format(item["path"]))
             print(json.dumps(item["headers"], indent=2))
             print(item["body"].decode("utf-8"))
         hook = [g for g in got if g["path"] == "/hooks/am"]
@@ -393,7 +455,7 @@ def _selftest() -> int:
         alive = True
     except (OSError, TypeError):
         alive = False
-    print("stopped: process %s gone=%s, temp dir removed=%s" % (pid, not alive, gone))
+    print(f"stopped: process {pid} gone={not alive}, temp dir removed={gone}")
     ok &= gone and not alive
     print("SELFTEST", "PASS" if ok else "FAIL")
     return 0 if ok else 1
@@ -404,8 +466,11 @@ if __name__ == "__main__":
     import sys
 
     ap = argparse.ArgumentParser(description="Alertmanager test helper")
-    ap.add_argument("--selftest", action="store_true",
-                    help="start Alertmanager, deliver one alert to a local receiver, print it")
+    ap.add_argument(
+        "--selftest",
+        action="store_true",
+        help="start Alertmanager, deliver one alert to a local receiver, print it",
+    )
     args = ap.parse_args()
     if not args.selftest:
         ap.print_help()

@@ -4,7 +4,9 @@ from incidents import services
 
 
 class Command(BaseCommand):
-    help = "Print an API token for USERNAME (its bare token is the last line); --create-user makes a responder."
+    help = (
+        "Print an API token for USERNAME (its bare token is the last line); --create-user makes a responder."
+    )
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("username")

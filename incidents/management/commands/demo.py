@@ -1,6 +1,7 @@
 """`manage.py demo`: a simulated fleet's morning (alerts, changes, human actions), as it stood at
 09:50, so every page has something real to show, through the same services as live deliveries.
 Running it again changes nothing."""
+
 from __future__ import annotations
 
 import json
@@ -8,22 +9,22 @@ import logging
 import secrets
 import tempfile
 from contextlib import contextmanager
-from datetime import datetime, timedelta, timezone
+from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
 from correlate import simulator
+from correlate.ingest.common import parse_time
 from incidents import services
-from incidents.services.errors import RootlineError
+from incidents.models import Delivery, Integration
+from incidents.replay import action_line_apply
 from incidents.services.correlation import correlation_rebuild
+from incidents.services.errors import RootlineError
 from incidents.services.evidence import evidence_collect, incidents_overlapping
 from incidents.services.local_series import local_series_import
 from incidents.services.roles import admin_ensure
-from correlate.ingest.common import parse_time
-from incidents.models import Delivery, Integration
-from incidents.replay import action_line_apply
 
 DEMO_SEED = 7
 # The demo shows the scenario's morning as it stood this long after its start, not after its
@@ -36,24 +37,32 @@ AS_OF = timedelta(hours=3, minutes=50)
 
 
 class Command(BaseCommand):
-    help = ("Load a bundled scenario (default: a fleet's morning with several incidents) as it stood 3 h 50 min in, "
-            "and print the admin login.")
+    help = (
+        "Load a bundled scenario (default: a fleet's morning with several incidents) as it stood 3 h 50 min in, "
+        "and print the admin login."
+    )
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("--scenario", default="fleet-day", help="see `manage.py simulate --list`")
         parser.add_argument("--start", help="scenario start (RFC 3339); default: yesterday 06:00 UTC")
-        parser.add_argument("--url", default="http://127.0.0.1:8000", help="where the server will be, for the login line")
+        parser.add_argument(
+            "--url", default="http://127.0.0.1:8000", help="where the server will be, for the login line"
+        )
 
     def handle(self, *args, scenario: str, start: str | None, **options) -> None:
         if scenario not in simulator.scenario_names():
-            raise CommandError(f"unknown scenario {scenario!r}; known: {', '.join(simulator.scenario_names())}")
-        start = start or (datetime.now(timezone.utc) - timedelta(days=1)).strftime("%Y-%m-%dT06:00:00Z")
+            raise CommandError(
+                f"unknown scenario {scenario!r}; known: {', '.join(simulator.scenario_names())}"
+            )
+        start = start or (datetime.now(UTC) - timedelta(days=1)).strftime("%Y-%m-%dT06:00:00Z")
         try:
             started = datetime.fromisoformat(start.replace("Z", "+00:00"))
         except ValueError as exc:
             raise CommandError(f"--start: not an RFC 3339 time: {start[:60]!r} ({exc})") from None
         if started.tzinfo is None:
-            raise CommandError(f"--start: {start[:60]!r} has no offset; write it as RFC 3339, e.g. 2026-03-14T06:00:00Z")
+            raise CommandError(
+                f"--start: {start[:60]!r} has no offset; write it as RFC 3339, e.g. 2026-03-14T06:00:00Z"
+            )
         as_of = started + AS_OF
         username, password = admin_login()
         alerts_integration = demo_integration(Integration.Kind.ALERTMANAGER, "demo-alertmanager")
@@ -68,9 +77,13 @@ class Command(BaseCommand):
             imported = local_series_import(path=str(samples_until(Path(folder) / "metrics.om", as_of)))
             for incident_id in incidents_overlapping(imported.start, imported.end):
                 evidence_collect(incident_id=incident_id, now=as_of)
-        self.stdout.write(f"Demo scenario {scenario} from {start}, as it stood at {as_of:%Y-%m-%d %H:%M} UTC, loaded "
-                          f"({applied} actions applied).")
-        self.stdout.write(f"Admin login: {username} / {password}  ({options['url'].rstrip('/')}/accounts/login/)")
+        self.stdout.write(
+            f"Demo scenario {scenario} from {start}, as it stood at {as_of:%Y-%m-%d %H:%M} UTC, loaded "
+            f"({applied} actions applied)."
+        )
+        self.stdout.write(
+            f"Admin login: {username} / {password}  ({options['url'].rstrip('/')}/accounts/login/)"
+        )
 
 
 def admin_login() -> tuple[str, str]:
@@ -95,14 +108,19 @@ def demo_integration(kind: str, name: str) -> Integration:
 def replay_bodies(path: Path, integration: Integration, as_of: datetime) -> None:
     for line in path.read_bytes().splitlines():
         if line.strip() and sent_by(json.loads(line), as_of):
-            services.delivery_receive(integration=integration, body=line.strip(), headers={"x-rootline-import": "demo"})
+            services.delivery_receive(
+                integration=integration, body=line.strip(), headers={"x-rootline-import": "demo"}
+            )
 
 
 def sent_by(body: dict, as_of: datetime) -> bool:
     """An Alertmanager notification goes out for its latest news (an alert that started, or one
     whose end it reports); a change event at its timestamp."""
     if "alerts" in body:
-        news = (alert["endsAt"] if alert["status"] == "resolved" else alert["startsAt"] for alert in body["alerts"])
+        news = (
+            alert["endsAt"] if alert["status"] == "resolved" else alert["startsAt"]
+            for alert in body["alerts"]
+        )
         return max(parse_time(moment, "at") for moment in news) <= as_of
     return parse_time(body["payload"]["timestamp"], "timestamp") <= as_of
 
@@ -119,7 +137,9 @@ def samples_until(path: Path, as_of: datetime) -> Path:
 
 def process_pending() -> None:
     """Inline, so the demo does not depend on a worker being up."""
-    for delivery_id in Delivery.objects.filter(status=Delivery.Status.PENDING).order_by("id").values_list("id", flat=True):
+    for delivery_id in (
+        Delivery.objects.filter(status=Delivery.Status.PENDING).order_by("id").values_list("id", flat=True)
+    ):
         services.delivery_process(delivery_id=delivery_id)
 
 
@@ -150,4 +170,3 @@ def quiet_task_logs():
     finally:
         for logger, level in zip(loggers, levels):
             logger.setLevel(level)
-

@@ -5,21 +5,26 @@ from pathlib import Path
 from django.conf import settings
 from django.core.management.base import BaseCommand, CommandError
 
-from incidents.services.errors import RootlineError
 from incidents.models import PendingAction
 from incidents.replay import AlertsNotThereYet, ReplayError, action_line_apply, action_line_keep_pending
+from incidents.services.errors import RootlineError
 
 
 class Command(BaseCommand):
-    help = ("Apply human actions (one JSON object a line: {at, by, action, ...}) as their users, at their times. Idempotent. "
-            "A line whose alerts are not imported yet is kept and applied once they are stored and correlated, "
-            "or expires ROOTLINE_PENDING_ACTION_TTL_HOURS later; --pending lists the kept lines.")
+    help = (
+        "Apply human actions (one JSON object a line: {at, by, action, ...}) as their users, at their times. Idempotent. "
+        "A line whose alerts are not imported yet is kept and applied once they are stored and correlated, "
+        "or expires ROOTLINE_PENDING_ACTION_TTL_HOURS later; --pending lists the kept lines."
+    )
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("file", type=Path, nargs="?")
-        parser.add_argument("--pending", action="store_true",
-                            help="list the kept lines instead (one JSON object a line): waiting for their alerts, "
-                                 "failed once these came, or expired (their alerts never came)")
+        parser.add_argument(
+            "--pending",
+            action="store_true",
+            help="list the kept lines instead (one JSON object a line): waiting for their alerts, "
+            "failed once these came, or expired (their alerts never came)",
+        )
 
     def handle(self, *args, file: Path | None, pending: bool, **options) -> None:
         if pending:
@@ -40,21 +45,33 @@ class Command(BaseCommand):
         self.stdout.write(json.dumps(totals))
         expired = PendingAction.objects.filter(expired_at__isnull=False).count()
         if expired:
-            self.stderr.write(f"{expired} kept line(s) expired, their alerts never came: see import_actions --pending")
+            self.stderr.write(
+                f"{expired} kept line(s) expired, their alerts never came: see import_actions --pending"
+            )
 
     def list_pending(self) -> None:
         ttl = timedelta(hours=settings.PENDING_ACTION_TTL_HOURS)
         for kept in PendingAction.objects.order_by("at", "id"):
             waiting = kept.state == PendingAction.State.WAITING
-            self.stdout.write(json.dumps({
-                "source": kept.source, "action": kept.line.get("action"), "at": iso(kept.at), "state": kept.state,
-                "kept_at": iso(kept.kept_at), "expires_at": iso(kept.kept_at + ttl) if waiting else None,
-                "waiting_for": kept.waiting_for, "error": kept.error, "failed_at": iso(kept.failed_at),
-                "expired_at": iso(kept.expired_at),
-            }))
+            self.stdout.write(
+                json.dumps(
+                    {
+                        "source": kept.source,
+                        "action": kept.line.get("action"),
+                        "at": iso(kept.at),
+                        "state": kept.state,
+                        "kept_at": iso(kept.kept_at),
+                        "expires_at": iso(kept.kept_at + ttl) if waiting else None,
+                        "waiting_for": kept.waiting_for,
+                        "error": kept.error,
+                        "failed_at": iso(kept.failed_at),
+                        "expired_at": iso(kept.expired_at),
+                    }
+                )
+            )
 
     def import_line(self, raw: str, *, where: str) -> str:
-        """"applied", "already", "pending" (kept until its alerts are there) or "failed", said on stderr."""
+        """ "applied", "already", "pending" (kept until its alerts are there) or "failed", said on stderr."""
         try:
             try:
                 line = json.loads(raw)
@@ -63,7 +80,9 @@ class Command(BaseCommand):
             return action_line_apply(line=line)
         except AlertsNotThereYet as exc:
             action_line_keep_pending(line=line, source=where, waiting_for=exc.message)
-            self.stderr.write(f"{where}: pending: {exc.message}; kept, and applied once its alerts are stored and correlated")
+            self.stderr.write(
+                f"{where}: pending: {exc.message}; kept, and applied once its alerts are stored and correlated"
+            )
             return "pending"
         except (ValueError, RootlineError) as exc:
             self.stderr.write(f"{where}: {getattr(exc, 'message', exc)}")

@@ -11,12 +11,16 @@ from incidents.replay import pending_actions_apply
 
 
 class Command(BaseCommand):
-    help = ("Replay webhook bodies (one JSON body a line) as if delivered to an integration; then apply the actions "
-            "import_actions kept for alerts not stored yet, if theirs are now stored and correlated.")
+    help = (
+        "Replay webhook bodies (one JSON body a line) as if delivered to an integration; then apply the actions "
+        "import_actions kept for alerts not stored yet, if theirs are now stored and correlated."
+    )
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("file", type=Path)
-        parser.add_argument("--integration", type=int, required=True, help="integration id (see `integration list`)")
+        parser.add_argument(
+            "--integration", type=int, required=True, help="integration id (see `integration list`)"
+        )
 
     def handle(self, *args, file: Path, integration: int, **options) -> None:
         target = Integration.objects.filter(pk=integration).first()
@@ -34,7 +38,9 @@ class Command(BaseCommand):
                 if not line.strip():
                     continue
                 receipt = services.delivery_receive(
-                    integration=target, body=line.strip(), headers={"x-rootline-import": f"{file.name}:{number}"}
+                    integration=target,
+                    body=line.strip(),
+                    headers={"x-rootline-import": f"{file.name}:{number}"},
                 )
                 totals["bodies"] += 1
                 if receipt.status_code == 202:
@@ -53,7 +59,9 @@ class Command(BaseCommand):
         totals = pending_actions_apply()
         if not any(totals.values()):
             return
-        self.stderr.write(f"pending actions: {totals['applied'] + totals['already']} applied, {totals['failed']} failed, "
-                          f"{totals['pending']} still wait for their alerts, {totals['expired']} expired")
+        self.stderr.write(
+            f"pending actions: {totals['applied'] + totals['already']} applied, {totals['failed']} failed, "
+            f"{totals['pending']} still wait for their alerts, {totals['expired']} expired"
+        )
         for given_up in PendingAction.objects.filter(Q(failed_at__gte=started) | Q(expired_at__gte=started)):
             self.stderr.write(f"{given_up.source}: {given_up.error}")

@@ -1,20 +1,23 @@
 """`manage.py import_metrics FILE.om`: OpenMetrics history into the local series store."""
+
 from __future__ import annotations
 
 import json
 
 from django.core.management.base import BaseCommand, CommandError
 
-from incidents.services.evidence import incidents_overlapping
-from incidents.flow import evidence_enqueue
 from incidents.evidence.local import OpenMetricsError
+from incidents.flow import evidence_enqueue
+from incidents.services.evidence import incidents_overlapping
 from incidents.services.local_series import local_series_import
 
 
 class Command(BaseCommand):
-    help = ("Store an OpenMetrics file (timestamps in seconds, ending with # EOF, as promtool backfills) in the "
-            "local series store that evidence reads when Prometheus is unset or lacks the series. "
-            "Importing the same file twice changes nothing. Prints one JSON line.")
+    help = (
+        "Store an OpenMetrics file (timestamps in seconds, ending with # EOF, as promtool backfills) in the "
+        "local series store that evidence reads when Prometheus is unset or lacks the series. "
+        "Importing the same file twice changes nothing. Prints one JSON line."
+    )
 
     def add_arguments(self, parser) -> None:
         parser.add_argument("path", help="an OpenMetrics file, e.g. metrics.om from `simulate`")

@@ -3,8 +3,8 @@ from datetime import datetime
 
 from django.core.management.base import BaseCommand, CommandError
 
-from incidents.services.correlation import correlation_rebuild
 from correlate.ingest.common import FieldError, parse_time
+from incidents.services.correlation import correlation_rebuild
 
 
 class Command(BaseCommand):

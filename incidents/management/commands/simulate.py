@@ -1,4 +1,5 @@
 """`manage.py simulate`: the interface to the pure scenario simulator in correlate.simulator."""
+
 from __future__ import annotations
 
 from django.core.management.base import BaseCommand, CommandError, CommandParser
@@ -25,7 +26,9 @@ class Command(BaseCommand):
         if not (scenario and start and out):
             raise CommandError("--scenario, --start and --out are required (or --list)")
         if scenario not in simulator.scenario_names():
-            raise CommandError(f"unknown scenario {scenario!r}; known: {', '.join(simulator.scenario_names())}")
+            raise CommandError(
+                f"unknown scenario {scenario!r}; known: {', '.join(simulator.scenario_names())}"
+            )
         try:
             sizes = simulator.simulate(str(scenario), str(start), int(options["seed"]), str(out))
         except ValueError as exc:

@@ -7,6 +7,7 @@ last run of the key (`state.py` says when that is safe) or recomputes the key's 
 from stored alerts and human decisions. Either way it writes only what changed, so a run is safe
 to repeat and the same alerts give the same incidents whatever order they came in.
 """
+
 from __future__ import annotations
 
 import logging
@@ -28,14 +29,18 @@ from correlate.results import Decision as EngineDecision
 from correlate.results import Exclude, FalsePositive, Merge, Split
 from incidents.catalog import catalog
 from incidents.flow import (
-    correlation_enqueue_later, correlation_enqueue_now, evidence_enqueue_for_changes, note_run_finished, pending_flag,
+    correlation_enqueue_later,
+    correlation_enqueue_now,
+    evidence_enqueue_for_changes,
+    note_run_finished,
+    pending_flag,
 )
+from incidents.models import Alert, CorrelationLock, Decision, Incident
 from incidents.services.correlation.keys import lookback
 from incidents.services.correlation.state import KEPT, KeyState
 from incidents.services.correlation.sync import SyncScope, incidents_sync
-from rootline.gc_pause import freeze_run_survivors, full_collection_due, gc_paused
-from incidents.models import Alert, CorrelationLock, Decision, Incident
 from incidents.sql import advisory_xact_lock, count_ids, swap_run_token
+from rootline.gc_pause import freeze_run_survivors, full_collection_due, gc_paused
 
 logger = logging.getLogger(__name__)
 
@@ -57,7 +62,9 @@ def correlation_run(*, key: str, since: datetime | None = None, keep_state: bool
         touched.extend(pk for pk in done if pk not in touched)
         if not more:
             if keep_state:
-                note_run_finished(key, time.perf_counter() - started)  # a worker's run paces the key's next one
+                note_run_finished(
+                    key, time.perf_counter() - started
+                )  # a worker's run paces the key's next one
             return touched
         if not settings.CELERY_TASK_ALWAYS_EAGER:
             transaction.on_commit(lambda: correlation_enqueue_now([key], paced=False), robust=True)
@@ -85,10 +92,19 @@ def correlation_slice(*, key: str, since: datetime | None, keep_state: bool) -> 
                     touched, state, reason, more = delta_run(key, kept, current, limit)
                 if state is None:
                     touched, state, more = window_run(key, since, current, limit)
-                evidence_enqueue_for_changes(touched)  # an incident that opened, grew or resolved needs its metrics again
+                evidence_enqueue_for_changes(
+                    touched
+                )  # an incident that opened, grew or resolved needs its metrics again
             path = f"window ({reason})" if reason else "kept state"
-            logger.info("correlated %s from the %s: %d incidents written, %d alerts held, %.1f ms%s", key, path, len(touched),
-                        len(state.rows) if state else 0, (time.perf_counter() - started) * 1000, ", more waiting" if more else "")
+            logger.info(
+                "correlated %s from the %s: %d incidents written, %d alerts held, %.1f ms%s",
+                key,
+                path,
+                len(touched),
+                len(state.rows) if state else 0,
+                (time.perf_counter() - started) * 1000,
+                ", more waiting" if more else "",
+            )
             if keep_state:
                 evicted = 0
                 if state is not None:
@@ -158,7 +174,9 @@ def lock_key(key: str) -> tuple[str, str]:
     return previous, token
 
 
-def delta_run(key: str, state: KeyState, current: Catalog, limit: int | None) -> tuple[list[int] | None, KeyState | None, str | None, bool]:
+def delta_run(
+    key: str, state: KeyState, current: Catalog, limit: int | None
+) -> tuple[list[int] | None, KeyState | None, str | None, bool]:
     """Feed the kept state the key's oldest `limit` uncorrelated alerts (all without a limit):
     (touched, state, None, whether more wait), or (None, None, why, False) when the state must be
     rebuilt instead."""
@@ -192,18 +210,23 @@ def still_stored(previous: dict[int, set[str]]) -> bool:
     if not incident_ids:
         return True
     held = sum(len(keys) for keys in previous.values())
-    return count_ids(Incident, "id", incident_ids) == len(incident_ids) and count_ids(Alert, "incident_id", incident_ids) == held
+    return (
+        count_ids(Incident, "id", incident_ids) == len(incident_ids)
+        and count_ids(Alert, "incident_id", incident_ids) == held
+    )
 
 
 def oldest_first(pending, limit: int | None) -> tuple[list, bool]:
     """The first `limit` of `pending` in arrival order, and whether more wait."""
     if limit is None:
         return list(pending), False
-    taken = list(pending.order_by("id")[:limit + 1])
+    taken = list(pending.order_by("id")[: limit + 1])
     return taken[:limit], len(taken) > limit
 
 
-def window_run(key: str, since: datetime | None, current: Catalog, limit: int | None) -> tuple[list[int], KeyState | None, bool]:
+def window_run(
+    key: str, since: datetime | None, current: Catalog, limit: int | None
+) -> tuple[list[int], KeyState | None, bool]:
     """Recompute the key's window from the database (with `limit`, around only the oldest `limit`
     uncorrelated alerts); the engine state it builds is kept. Returns whether more wait."""
     since, rows, more = window_alerts(key, since=since, span=lookback(current), limit=limit)
@@ -214,7 +237,9 @@ def window_run(key: str, since: datetime | None, current: Catalog, limit: int | 
     result = correlator.add_many([engine_alert(row) for row in rows])
     scope = SyncScope.of_rows(rows)
     touched = incidents_sync(key=key, scope=scope, result=result)
-    state = KeyState.from_window(correlator, current, since, tuple(d.pk for d in decisions), rows, scope.written)
+    state = KeyState.from_window(
+        correlator, current, since, tuple(d.pk for d in decisions), rows, scope.written
+    )
     state.note_ranked(incident.id for incident in result)
     return touched, state, more
 
@@ -223,8 +248,9 @@ def decision_ids(key: str) -> tuple[int, ...]:
     return tuple(Decision.objects.filter(correlation_key=key).values_list("pk", flat=True))
 
 
-def window_alerts(key: str, *, since: datetime | None, span: timedelta,
-                  limit: int | None = None) -> tuple[datetime | None, list[Alert], bool]:
+def window_alerts(
+    key: str, *, since: datetime | None, span: timedelta, limit: int | None = None
+) -> tuple[datetime | None, list[Alert], bool]:
     """The alerts a window run must see, where the window starts, and whether uncorrelated alerts
     were left for a later run: everything new (not yet correlated; with `limit`, only the oldest
     `limit` of it) and what it can join, that is alerts starting within `span` before the earliest
@@ -263,8 +289,13 @@ def engine_alert(row: Alert) -> EngineAlert:
     if row.kind == Alert.Kind.CHANGE:
         labels = change_labels(labels)
     return EngineAlert(
-        fingerprint=row.fingerprint, starts_at=row.starts_at, labels=labels, annotations=row.annotations,
-        ends_at=row.ends_at, status=row.status, generator_url=row.generator_url,
+        fingerprint=row.fingerprint,
+        starts_at=row.starts_at,
+        labels=labels,
+        annotations=row.annotations,
+        ends_at=row.ends_at,
+        status=row.status,
+        generator_url=row.generator_url,
     )
 
 

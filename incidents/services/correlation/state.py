@@ -14,14 +14,15 @@ A state is taken out of the process-wide table for the length of a run and put b
 the run's transaction has committed, so an error, a rollback or two threads on one key can never
 leave a state that disagrees with the database.
 """
+
 from __future__ import annotations
 
 import threading
-from time import monotonic
 from collections import Counter, OrderedDict, defaultdict
 from dataclasses import dataclass, field
-from operator import attrgetter
 from datetime import datetime, timedelta
+from operator import attrgetter
+from time import monotonic
 
 from django.conf import settings
 
@@ -29,8 +30,8 @@ from correlate.catalog import Catalog
 from correlate.engine import Correlator
 from correlate.results import Incident as EngineIncident
 from correlate.results import Member
-from incidents.services.correlation.sync import SyncScope
 from incidents.models import Alert
+from incidents.services.correlation.sync import SyncScope
 
 _KEY = attrgetter("key")
 MAX_KEPT_KEYS = 256
@@ -52,16 +53,31 @@ class KeyState:
     since: datetime  # the correlator holds every alert of the key from here on (and whole incidents)
     decisions: tuple[int, ...]
     rows: dict[str, Alert]  # by occurrence key: every alert the correlator holds
-    members: dict[int, set[str]] = field(default_factory=lambda: defaultdict(set))  # stored incident -> alert keys
-    incident_of: dict[str, int] = field(default_factory=dict)  # alert key -> its stored incident (`members` reversed)
-    written: dict[str, Member] = field(default_factory=dict)  # alert key -> the engine member its row was last written from
+    members: dict[int, set[str]] = field(
+        default_factory=lambda: defaultdict(set)
+    )  # stored incident -> alert keys
+    incident_of: dict[str, int] = field(
+        default_factory=dict
+    )  # alert key -> its stored incident (`members` reversed)
+    written: dict[str, Member] = field(
+        default_factory=dict
+    )  # alert key -> the engine member its row was last written from
     token: str = ""
-    ranked_at: dict[str, float] = field(default_factory=dict)  # engine incident id -> when last ranked (monotonic)
+    ranked_at: dict[str, float] = field(
+        default_factory=dict
+    )  # engine incident id -> when last ranked (monotonic)
     unranked: set[str] = field(default_factory=set)  # engine incident ids whose ranking was held back
 
     @classmethod
-    def from_window(cls, correlator: Correlator, catalog: Catalog, since: datetime, decisions: tuple[int, ...],
-                    rows: list[Alert], written: dict[str, Member]) -> "KeyState":
+    def from_window(
+        cls,
+        correlator: Correlator,
+        catalog: Catalog,
+        since: datetime,
+        decisions: tuple[int, ...],
+        rows: list[Alert],
+        written: dict[str, Member],
+    ) -> KeyState:
         state = cls(correlator, catalog, since, decisions, {row.key: row for row in rows}, written=written)
         for row in rows:
             if row.incident_id:
@@ -84,7 +100,9 @@ class KeyState:
                 return True
         return False
 
-    def add(self, fresh: list[Alert], engine_alerts: list, *, hold_big_rankings: bool) -> list[EngineIncident]:
+    def add(
+        self, fresh: list[Alert], engine_alerts: list, *, hold_big_rankings: bool
+    ) -> list[EngineIncident]:
         """The incidents the new alerts changed, and those whose held-back ranking is due. With
         `hold_big_rankings`, big incidents are ranked at most every RANK_EVERY_SECONDS."""
         for row in fresh:
@@ -106,7 +124,10 @@ class KeyState:
         """Whether a changed incident is ranked in this run: always when small or not ranked
         here before (its first ranking is never held back), else once RANK_EVERY_SECONDS passed."""
         now = monotonic() if now is None else now
-        if size >= BIG_INCIDENT and now - self.ranked_at.get(incident_id, -RANK_EVERY_SECONDS) < RANK_EVERY_SECONDS:
+        if (
+            size >= BIG_INCIDENT
+            and now - self.ranked_at.get(incident_id, -RANK_EVERY_SECONDS) < RANK_EVERY_SECONDS
+        ):
             self.unranked.add(incident_id)
             return False
         self.ranked_at[incident_id] = now
@@ -117,7 +138,11 @@ class KeyState:
         """Held-back incidents whose ranking is due, ranked. An id names the incident's earliest
         alert, so one that was merged or grew an earlier alert is found through that alert."""
         now = monotonic() if now is None else now
-        due = [incident_id for incident_id in self.unranked if now - self.ranked_at[incident_id] >= RANK_EVERY_SECONDS]
+        due = [
+            incident_id
+            for incident_id in self.unranked
+            if now - self.ranked_at[incident_id] >= RANK_EVERY_SECONDS
+        ]
         ranked: dict[str, EngineIncident] = {}
         for incident_id in sorted(due):
             self.unranked.discard(incident_id)
@@ -138,10 +163,14 @@ class KeyState:
         if not self.unranked:
             return None
         now = monotonic() if now is None else now
-        first = min(self.ranked_at[incident_id] for incident_id in self.unranked)  # a held one was ranked before
+        first = min(
+            self.ranked_at[incident_id] for incident_id in self.unranked
+        )  # a held one was ranked before
         return max(0.0, first + RANK_EVERY_SECONDS - now)
 
-    def affected(self, changed: list[EngineIncident], fresh: list[Alert]) -> tuple[list[EngineIncident], SyncScope]:
+    def affected(
+        self, changed: list[EngineIncident], fresh: list[Alert]
+    ) -> tuple[list[EngineIncident], SyncScope]:
         """The incidents a sync must write, and what it must know of the stored rows, so that
         writing them alone is the same as writing the whole window: every stored incident any of
         them (or a new row) belongs to comes in whole, and with it the engine incident of each of
@@ -177,7 +206,11 @@ class KeyState:
                     if incident is not None and incident.id not in incidents:
                         pending.append(incident)
             outside = []
-        scope.previous = {incident_id: self.members[incident_id] for incident_id in sorted(stored) if incident_id in self.members}
+        scope.previous = {
+            incident_id: self.members[incident_id]
+            for incident_id in sorted(stored)
+            if incident_id in self.members
+        }
         return list(incidents.values()), scope
 
     def note_moves(self, moves: list[tuple[str, int | None, int | None]]) -> None:

@@ -1,6 +1,7 @@
 """Writing a correlation run's result: incidents, their chains and root candidates, and the
 alerts' incident and classification, touching only what changed so that a repeated run writes
 nothing. Stored incident ids stay stable across runs (see `assign_identities`)."""
+
 from __future__ import annotations
 
 from collections import Counter, defaultdict
@@ -13,13 +14,25 @@ from django.utils import timezone
 
 from correlate.results import Incident as EngineIncident
 from correlate.results import Member
-from incidents.sql import rows_delete, rows_insert, rows_update
 from incidents.models import Alert, Decision, Incident, IncidentEdge, RootCandidate
+from incidents.sql import rows_delete, rows_insert, rows_update
 
 SEVERITY_WORDS = {
-    "critical": "critical", "page": "critical", "error": "critical", "high": "critical", "p1": "critical", "sev1": "critical",
-    "warning": "warning", "warn": "warning", "medium": "warning", "p2": "warning", "p3": "warning",
-    "info": "info", "low": "info", "none": "info", "p4": "info",
+    "critical": "critical",
+    "page": "critical",
+    "error": "critical",
+    "high": "critical",
+    "p1": "critical",
+    "sev1": "critical",
+    "warning": "warning",
+    "warn": "warning",
+    "medium": "warning",
+    "p2": "warning",
+    "p3": "warning",
+    "info": "info",
+    "low": "info",
+    "none": "info",
+    "p4": "info",
 }
 SEVERITY_ORDER = ("info", "warning", "critical")
 ALERT_SYNC_FIELDS = ("incident_id", "layer", "failure_mode", "classified_by", "onset", "false_positive")
@@ -36,8 +49,12 @@ class SyncScope:
     by_key: Mapping[str, Alert]  # every row an incident of the result holds (more is fine)
     previous: Mapping[int, set[str]]  # every stored incident the result may change -> keys of all its rows
     new_rows: list[Alert]  # rows not yet correlated: written even where nothing else changed
-    written: dict[str, Member] = field(default_factory=dict)  # row key -> the engine member its row was last written from
-    moves: list[tuple[str, int | None, int | None]] = field(default_factory=list)  # (row key, from, to) written
+    written: dict[str, Member] = field(
+        default_factory=dict
+    )  # row key -> the engine member its row was last written from
+    moves: list[tuple[str, int | None, int | None]] = field(
+        default_factory=list
+    )  # (row key, from, to) written
     # row key -> its stored incident, as the rows stand before this sync (a row in none: absent)
     incident_of: Mapping[str, int] = field(default_factory=dict)
     _overlaps: dict[str, tuple[EngineIncident, Counter]] = field(default_factory=dict)
@@ -45,15 +62,19 @@ class SyncScope:
     _new: set[str] | None = None
 
     @classmethod
-    def of_rows(cls, rows: list[Alert]) -> "SyncScope":
+    def of_rows(cls, rows: list[Alert]) -> SyncScope:
         previous: dict[int, set[str]] = defaultdict(set)
         incident_of: dict[str, int] = {}
         for row in rows:
             if row.incident_id:
                 previous[row.incident_id].add(row.key)
                 incident_of[row.key] = row.incident_id
-        return cls({row.key: row for row in rows}, previous, [row for row in rows if not row.correlated],
-                   incident_of=incident_of)
+        return cls(
+            {row.key: row for row in rows},
+            previous,
+            [row for row in rows if not row.correlated],
+            incident_of=incident_of,
+        )
 
     def rows_of(self, engine_incident: EngineIncident) -> list[Alert]:
         """The stored rows of an engine incident's members, in the engine's order."""
@@ -128,8 +149,13 @@ def incidents_sync(*, key: str, scope: SyncScope, result: list[EngineIncident]) 
             changes = incident_changes(incident, engine_incident, scope.rows_of(engine_incident), by_key)
         changed = saves.add(incident, changes)
         if engine_incident.ranked:  # else the stored edges and candidates stay until it is ranked
-            changed = details.edges(incident, engine_incident, by_key, stored.edges.get(incident.pk, [])) or changed
-            changed = details.candidates(incident, engine_incident, by_key, stored.candidates.get(incident.pk, [])) or changed
+            changed = (
+                details.edges(incident, engine_incident, by_key, stored.edges.get(incident.pk, [])) or changed
+            )
+            changed = (
+                details.candidates(incident, engine_incident, by_key, stored.candidates.get(incident.pk, []))
+                or changed
+            )
         if changed:
             touched.append(incident.pk)
     saves.flush()
@@ -148,7 +174,7 @@ class StoredDetails:
         self.candidates = candidates
 
     @classmethod
-    def load(cls, incident_ids: list[int]) -> "StoredDetails":
+    def load(cls, incident_ids: list[int]) -> StoredDetails:
         edges: dict[int, list[tuple]] = defaultdict(list)
         candidates: dict[int, list[tuple]] = defaultdict(list)
         for incident_id, *edge in IncidentEdge.objects.filter(incident_id__in=incident_ids).values_list(
@@ -167,16 +193,24 @@ def assign_identities(result: list[EngineIncident], scope: SyncScope, key: str) 
     shares most alerts with (largest overlaps first, older incidents on ties); the rest are new.
     A part split off by a person is the new one, however big: the incident people acted on (its
     acknowledgement, owner, notes) stays with the alerts they kept in it."""
-    merged_away = set(Incident.objects.filter(pk__in=list(scope.previous), merged_into__isnull=False).values_list("pk", flat=True))
+    merged_away = set(
+        Incident.objects.filter(pk__in=list(scope.previous), merged_into__isnull=False).values_list(
+            "pk", flat=True
+        )
+    )
     overlaps = []
     for engine_incident in result:
         # Counted once per member (`SyncScope.overlap`): a storm's run holds incidents of
         # thousands of alerts, and intersecting each with every stored incident cost incidents x
         # stored set operations.
-        overlaps.extend([False, -shared, incident_id, engine_incident.id]
-                        for incident_id, shared in scope.overlap(engine_incident).items()
-                        if incident_id in scope.previous and incident_id not in merged_away)
-    if len({incident_id for *_, incident_id, _ in overlaps}) < len(overlaps):  # a stored incident now in parts
+        overlaps.extend(
+            [False, -shared, incident_id, engine_incident.id]
+            for incident_id, shared in scope.overlap(engine_incident).items()
+            if incident_id in scope.previous and incident_id not in merged_away
+        )
+    if len({incident_id for *_, incident_id, _ in overlaps}) < len(
+        overlaps
+    ):  # a stored incident now in parts
         split_off = split_off_parts(result, key)
         for overlap in overlaps:
             overlap[0] = overlap[3] in split_off
@@ -193,7 +227,9 @@ def assign_identities(result: list[EngineIncident], scope: SyncScope, key: str) 
         if engine_incident.id in taken:
             assigned[engine_incident.id] = existing[taken[engine_incident.id]]
         else:
-            assigned[engine_incident.id] = Incident(correlation_key=key, started_at=engine_incident.started_at)
+            assigned[engine_incident.id] = Incident(
+                correlation_key=key, started_at=engine_incident.started_at
+            )
     # One INSERT for the run's new incidents (a storm's first runs open hundreds), in the
     # engine's order, so their ids follow it as one by one they did.
     Incident.objects.bulk_create([incident for incident in assigned.values() if incident.pk is None])
@@ -203,15 +239,18 @@ def assign_identities(result: list[EngineIncident], scope: SyncScope, key: str) 
 def split_off_parts(result: list[EngineIncident], key: str) -> set[str]:
     """Engine incidents made only of alerts a person's split named."""
     named: set[str] = set()
-    for alert_keys in Decision.objects.filter(correlation_key=key, kind=Decision.Kind.SPLIT).values_list("alert_keys", flat=True):
+    for alert_keys in Decision.objects.filter(correlation_key=key, kind=Decision.Kind.SPLIT).values_list(
+        "alert_keys", flat=True
+    ):
         named.update(alert_keys)
     if not named:
         return set()
     return {incident.id for incident in result if all(member.key in named for member in incident.members)}
 
 
-def incident_changes(incident: Incident, engine_incident: EngineIncident, members: list[Alert],
-                     by_key: dict[str, Alert]) -> list[str]:
+def incident_changes(
+    incident: Incident, engine_incident: EngineIncident, members: list[Alert], by_key: dict[str, Alert]
+) -> list[str]:
     """Set on `incident` what the engine's answer changes; returns the names of the fields changed."""
     values = {
         "started_at": engine_incident.started_at,  # its earliest member's start
@@ -234,7 +273,9 @@ def values_set(incident: Incident, values: dict) -> list[str]:
     return changed
 
 
-def grown_incident_changes(incident: Incident, engine_incident: EngineIncident, scope: SyncScope) -> list[str] | None:
+def grown_incident_changes(
+    incident: Incident, engine_incident: EngineIncident, scope: SyncScope
+) -> list[str] | None:
     """`incident_changes` for an incident the engine only grew (`SyncScope.growth`), from the
     stored values and the alerts it gained: what it stored was computed from its alerts then (the
     latest start, the highest severity, firing or not), and these only add to that; its ranking's
@@ -248,7 +289,9 @@ def grown_incident_changes(incident: Incident, engine_incident: EngineIncident, 
     rows = list(map(scope.by_key.__getitem__, map(_KEY, grown)))
     values = {"started_at": engine_incident.started_at, "ranking_held": not engine_incident.ranked}
     if engine_incident.ranked or not incident.title:
-        values.update(incident_details(engine_incident, scope.by_key[engine_incident.members[0].key], scope.by_key))
+        values.update(
+            incident_details(engine_incident, scope.by_key[engine_incident.members[0].key], scope.by_key)
+        )
     if rows:
         latest = max(map(_STARTS_AT, rows))
         values["last_alert_at"] = max(latest, incident.last_alert_at) if incident.last_alert_at else latest
@@ -305,10 +348,18 @@ def incident_details(engine_incident: EngineIncident, first: Alert, by_key: dict
     }
 
 
-def incident_title(engine_incident: EngineIncident, scope: dict[str, str], root_row: Alert | None, first: Alert) -> str:
+def incident_title(
+    engine_incident: EngineIncident, scope: dict[str, str], root_row: Alert | None, first: Alert
+) -> str:
     lead = root_row or first
-    where = scope.get("deployment") or scope.get("model") or scope.get("pod") or scope.get("node") \
-        or scope.get("namespace") or scope.get("cluster", "")
+    where = (
+        scope.get("deployment")
+        or scope.get("model")
+        or scope.get("pod")
+        or scope.get("node")
+        or scope.get("namespace")
+        or scope.get("cluster", "")
+    )
     alertnames = dict(zip(map(_KEY, engine_incident.members), map(_ALERTNAME, engine_incident.members)))
     names: list[str] = []
     for key in engine_incident.chain:
@@ -364,13 +415,20 @@ class DetailWrites:
         self.candidates_of: list[int] = []
         self.candidates_new: list[RootCandidate] = []
 
-    def edges(self, incident: Incident, engine_incident: EngineIncident, by_key: dict[str, Alert], stored: list[tuple]) -> bool:
+    def edges(
+        self,
+        incident: Incident,
+        engine_incident: EngineIncident,
+        by_key: dict[str, Alert],
+        stored: list[tuple],
+    ) -> bool:
         """Drop the stored edges the engine no longer gives and add the new ones (`stored` rows
         are `(id, cause, effect, rule, lag, relation)`): a growing incident keeps its old edges
         rather than rewriting them all on every run."""
         wanted = {
             (by_key[e.cause].pk, by_key[e.effect].pk, e.rule, round(e.lag_seconds, 3), e.relation)
-            for e in engine_incident.edges if e.cause in by_key and e.effect in by_key
+            for e in engine_incident.edges
+            if e.cause in by_key and e.effect in by_key
         }
         kept: set[tuple] = set()
         gone = []
@@ -383,21 +441,36 @@ class DetailWrites:
         new = sorted(wanted - kept)
         self.edges_gone.extend(gone)
         self.edges_new.extend(
-            IncidentEdge(incident=incident, cause_id=c, effect_id=e, rule=rule, lag_seconds=lag, relation=relation)
+            IncidentEdge(
+                incident=incident, cause_id=c, effect_id=e, rule=rule, lag_seconds=lag, relation=relation
+            )
             for c, e, rule, lag, relation in new
         )
         return bool(gone or new)
 
-    def candidates(self, incident: Incident, engine_incident: EngineIncident, by_key: dict[str, Alert], stored: list[tuple]) -> bool:
+    def candidates(
+        self,
+        incident: Incident,
+        engine_incident: EngineIncident,
+        by_key: dict[str, Alert],
+        stored: list[tuple],
+    ) -> bool:
         wanted = [
             (rank, by_key[c.alert_key].pk, round(c.confidence, 4), c.explanation)
-            for rank, c in enumerate(engine_incident.root_candidates) if c.alert_key in by_key
+            for rank, c in enumerate(engine_incident.root_candidates)
+            if c.alert_key in by_key
         ]
         if sorted(stored) == wanted:
             return False
         self.candidates_of.append(incident.pk)
         self.candidates_new.extend(
-            RootCandidate(incident=incident, rank=rank, alert_id=alert_id, confidence=confidence, explanation=explanation)
+            RootCandidate(
+                incident=incident,
+                rank=rank,
+                alert_id=alert_id,
+                confidence=confidence,
+                explanation=explanation,
+            )
             for rank, alert_id, confidence, explanation in wanted
         )
         return True
@@ -424,11 +497,27 @@ def alerts_write(scope: SyncScope, result: list[EngineIncident], assigned: dict[
             if written.get(member.key) is member and row.incident_id == incident_id and row.correlated:
                 continue
             written[member.key] = member
-            alert_write(scope, row, (incident_id, member.layer, member.failure_mode, member.classified_by,
-                                     member.onset, member.false_positive), changed)
+            alert_write(
+                scope,
+                row,
+                (
+                    incident_id,
+                    member.layer,
+                    member.failure_mode,
+                    member.classified_by,
+                    member.onset,
+                    member.false_positive,
+                ),
+                changed,
+            )
     for row in rows_in_no_incident(scope, result):
         written.pop(row.key, None)
-        alert_write(scope, row, (None, row.layer, row.failure_mode, row.classified_by, row.onset, row.false_positive), changed)
+        alert_write(
+            scope,
+            row,
+            (None, row.layer, row.failure_mode, row.classified_by, row.onset, row.false_positive),
+            changed,
+        )
     rows_update(Alert, changed, [*ALERT_SYNC_FIELDS, "correlated"])
 
 
@@ -459,7 +548,9 @@ def rows_in_no_incident(scope: SyncScope, result: list[EngineIncident]) -> list[
     if short:
         in_result = {member.key for engine_incident in result for member in engine_incident.members}
         for incident_id in short:
-            left.extend(scope.by_key[key] for key in sorted(scope.previous[incident_id]) if key not in in_result)
+            left.extend(
+                scope.by_key[key] for key in sorted(scope.previous[incident_id]) if key not in in_result
+            )
     return left
 
 

@@ -1,7 +1,7 @@
 """The scenarios: each a function building one fleet's afternoon, registered in SCENARIOS."""
 from __future__ import annotations
 
-from typing import Callable
+from collections.abc import Callable
 
 from unseen.payloads import Scenario, Story
 
