@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 
 from correlate.ingest.common import FieldError, parse_time
 from incidents.models import Incident
@@ -60,19 +60,19 @@ class ActionCall:
     fields: dict[str, Any]
 
     def apply(
-        self, *, incident: Incident, user: AbstractBaseUser, idempotency_key: str | None = None
+        self, *, incident: Incident, user: User, via: str, idempotency_key: str | None = None
     ) -> actions.Outcome:
         return SERVICES[self.action](
-            incident=incident, user=user, at=self.at, idempotency_key=idempotency_key, **self.fields
+            incident=incident, user=user, via=via, at=self.at, idempotency_key=idempotency_key, **self.fields
         )
 
 
 def incident_act_on_body(
-    *, incident: Incident, user: AbstractBaseUser, body: Any, idempotency_key: str | None = None
+    *, incident: Incident, user: User, via: str, body: Any, idempotency_key: str | None = None
 ) -> actions.Outcome:
     """The role first (a viewer is told so whatever the body), then the body, then the service."""
     require_role(user, "responder")
-    return action_call(body).apply(incident=incident, user=user, idempotency_key=idempotency_key)
+    return action_call(body).apply(incident=incident, user=user, via=via, idempotency_key=idempotency_key)
 
 
 def action_call(body: Any) -> ActionCall:

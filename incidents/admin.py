@@ -1,13 +1,39 @@
 from django.contrib import admin, messages
 
 from incidents import services
-from incidents.models import Alert, Delivery, Integration, PendingAction
+from incidents.models import Alert, AuditRecord, Delivery, Integration, PendingAction
+from incidents.services.integrations import integration_admin_save
+from incidents.services.roles import acting_user
 
 
 @admin.register(Integration)
 class IntegrationAdmin(admin.ModelAdmin):
     list_display = ("name", "kind", "path", "rate_limit", "is_active", "created_at")
     readonly_fields = ("token_digest", "created_at")
+
+    def save_model(self, request, obj: Integration, form, change: bool) -> None:
+        integration_admin_save(
+            integration=obj, user=acting_user(request.user), changed=list(form.changed_data)
+        )
+
+
+@admin.register(AuditRecord)
+class AuditRecordAdmin(admin.ModelAdmin):
+    """Read only: the record of a change is not itself changed."""
+
+    list_display = ("at", "by_name", "via", "object_label", "action", "field", "old", "new")
+    list_filter = ("via", "object_kind", "action")
+    search_fields = ("by_name", "object_id", "field")
+    date_hierarchy = "at"
+
+    def has_add_permission(self, request) -> bool:
+        return False
+
+    def has_change_permission(self, request, obj=None) -> bool:
+        return False
+
+    def has_delete_permission(self, request, obj=None) -> bool:
+        return False
 
 
 @admin.register(Delivery)

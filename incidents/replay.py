@@ -22,7 +22,7 @@ from django.utils import timezone
 
 from correlate.ingest.common import FieldError, parse_time
 from incidents.action_bodies import action_call, unstorable
-from incidents.models import Alert, Incident, IncidentAction, PendingAction
+from incidents.models import Alert, AuditRecord, Incident, IncidentAction, PendingAction
 from incidents.services.errors import RootlineError
 from incidents.services.pending_actions import (
     pending_action_fail,
@@ -65,7 +65,7 @@ def action_line_apply(*, line: Any) -> str:
     action_call(line_body(line))
     incident, body = action_body_for(line)
     try:
-        action_call(body).apply(incident=incident, user=user, idempotency_key=key)
+        action_call(body).apply(incident=incident, user=user, via=AuditRecord.Via.IMPORT, idempotency_key=key)
     except IntegrityError:  # another import applied the same line at the same moment
         if IncidentAction.objects.filter(replay_key=key).exists():
             return settled(key, "already")

@@ -19,9 +19,9 @@ from django.views.decorators.http import require_POST
 from correlate.ingest.events import routing_key_of
 from incidents import selectors, services
 from incidents.action_bodies import incident_act_on_body
-from incidents.models import Delivery, Incident, Integration
+from incidents.models import AuditRecord, Delivery, Incident, Integration
 from incidents.services.errors import RootlineError
-from incidents.services.roles import has_role
+from incidents.services.roles import acting_user, has_role
 
 logger = logging.getLogger(__name__)
 
@@ -227,7 +227,9 @@ def incident_act_form(request: HttpRequest, incident_id: int) -> HttpResponse:
         if key in body and body[key].isascii() and body[key].isdigit() and len(body[key]) <= 30:
             body[key] = int(body[key])
     try:
-        outcome = incident_act_on_body(incident=incident, user=request.user, body=body)
+        outcome = incident_act_on_body(
+            incident=incident, user=acting_user(request.user), via=AuditRecord.Via.PAGE, body=body
+        )
     except RootlineError as exc:
         messages.error(request, exc.message)
         return redirect("incident", incident_id=incident.pk)

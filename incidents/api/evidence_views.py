@@ -10,9 +10,10 @@ from rest_framework.response import Response
 from rest_framework.views import APIView
 
 from incidents.api.errors import ApiErrors, body_text_check
-from incidents.models import Incident
+from incidents.models import AuditRecord, Incident
 from incidents.services.errors import RootlineError
 from incidents.services.matrix import matrix_edit
+from incidents.services.roles import acting_user
 from incidents.timeline import incident_matrix, incident_timeline
 
 
@@ -84,6 +85,13 @@ class IncidentMatrix(ApiErrors, APIView):
         incident = incident_or_404(incident_id)
         body_text_check(request.data)
         try:
-            return Response(matrix_edit(incident=incident, user=request.user, body=request.data))
+            return Response(
+                matrix_edit(
+                    incident=incident,
+                    user=acting_user(request.user),
+                    via=AuditRecord.Via.API,
+                    body=request.data,
+                )
+            )
         except RootlineError as exc:
             return Response({"error": exc.message}, status=exc.http_status)

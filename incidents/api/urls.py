@@ -1,6 +1,6 @@
 from django.urls import path
 
-from incidents.api import evidence_views, views
+from incidents.api import audit_views, evidence_views, views
 
 urlpatterns = [
     path("alerts/", views.AlertList.as_view(), name="api-alerts"),
@@ -19,5 +19,6 @@ urlpatterns = [
         evidence_views.IncidentMatrix.as_view(),
         name="api-incident-matrix",
     ),
+    path("audit/", audit_views.AuditList.as_view(), name="api-audit"),
     path("schema/", views.SchemaView.as_view(), name="api-schema"),
 ]

@@ -27,8 +27,9 @@ from incidents.api.serializers import (
     IncidentSerializer,
     SplitResultSerializer,
 )
-from incidents.models import Alert, Incident
+from incidents.models import Alert, AuditRecord, Incident
 from incidents.services.errors import RootlineError
+from incidents.services.roles import acting_user
 
 
 @extend_schema(
@@ -163,7 +164,9 @@ class IncidentActions(ApiErrors, APIView):
         if incident is None:
             raise NotFound(f"no incident {incident_id}")
         try:
-            outcome = incident_act_on_body(incident=incident, user=request.user, body=request.data)
+            outcome = incident_act_on_body(
+                incident=incident, user=acting_user(request.user), via=AuditRecord.Via.API, body=request.data
+            )
         except RootlineError as exc:
             return Response({"error": exc.message}, status=exc.http_status)
         status = 202 if outcome.accepted else 200

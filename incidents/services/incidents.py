@@ -18,7 +18,7 @@ from datetime import datetime, timedelta
 from typing import Any
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
@@ -33,6 +33,7 @@ from incidents.models import (
     RootCandidate,
     storable_id,
 )
+from incidents.services.audit import incident_action_audit, incident_audit_state
 from incidents.services.correlation import correlation_run
 from incidents.services.correlation.run import key_lock
 from incidents.services.errors import conflict, invalid, not_found
@@ -61,144 +62,162 @@ Handler = Callable[..., Outcome]
 def incident_acknowledge(
     *,
     incident: Incident,
-    user: AbstractBaseUser,
+    user: User,
+    via: str,
     at: datetime | None = None,
     idempotency_key: str | None = None,
 ) -> Outcome:
-    return act(incident, user, "acknowledge", {}, at, idempotency_key, _acknowledge)
+    return act(incident, user, via, "acknowledge", {}, at, idempotency_key, _acknowledge)
 
 
 def incident_mitigate(
     *,
     incident: Incident,
-    user: AbstractBaseUser,
+    user: User,
+    via: str,
     at: datetime | None = None,
     idempotency_key: str | None = None,
 ) -> Outcome:
-    return act(incident, user, "mitigate", {}, at, idempotency_key, _mitigate)
+    return act(incident, user, via, "mitigate", {}, at, idempotency_key, _mitigate)
 
 
 def incident_resolve(
     *,
     incident: Incident,
-    user: AbstractBaseUser,
+    user: User,
+    via: str,
     at: datetime | None = None,
     idempotency_key: str | None = None,
 ) -> Outcome:
-    return act(incident, user, "resolve", {}, at, idempotency_key, _resolve)
+    return act(incident, user, via, "resolve", {}, at, idempotency_key, _resolve)
 
 
 def incident_reopen(
     *,
     incident: Incident,
-    user: AbstractBaseUser,
+    user: User,
+    via: str,
     at: datetime | None = None,
     idempotency_key: str | None = None,
 ) -> Outcome:
-    return act(incident, user, "reopen", {}, at, idempotency_key, _reopen)
+    return act(incident, user, via, "reopen", {}, at, idempotency_key, _reopen)
 
 
 def incident_assign(
     *,
     incident: Incident,
-    user: AbstractBaseUser,
+    user: User,
+    via: str,
     username: str,
     at: datetime | None = None,
     idempotency_key: str | None = None,
 ) -> Outcome:
-    return act(incident, user, "assign", {"username": username}, at, idempotency_key, _assign)
+    return act(incident, user, via, "assign", {"username": username}, at, idempotency_key, _assign)
 
 
 def incident_note(
     *,
     incident: Incident,
-    user: AbstractBaseUser,
+    user: User,
+    via: str,
     text: str,
     at: datetime | None = None,
     idempotency_key: str | None = None,
 ) -> Outcome:
-    return act(incident, user, "note", {"text": text}, at, idempotency_key, _note)
+    return act(incident, user, via, "note", {"text": text}, at, idempotency_key, _note)
 
 
 def incident_set_severity(
     *,
     incident: Incident,
-    user: AbstractBaseUser,
+    user: User,
+    via: str,
     level: str,
     at: datetime | None = None,
     idempotency_key: str | None = None,
 ) -> Outcome:
-    return act(incident, user, "severity", {"level": level}, at, idempotency_key, _severity)
+    return act(incident, user, via, "severity", {"level": level}, at, idempotency_key, _severity)
 
 
 def incident_set_degradation(
     *,
     incident: Incident,
-    user: AbstractBaseUser,
+    user: User,
+    via: str,
     level: str,
     at: datetime | None = None,
     idempotency_key: str | None = None,
 ) -> Outcome:
-    return act(incident, user, "degrade", {"level": level}, at, idempotency_key, _degrade)
+    return act(incident, user, via, "degrade", {"level": level}, at, idempotency_key, _degrade)
 
 
 def incident_refresh_evidence(
     *,
     incident: Incident,
-    user: AbstractBaseUser,
+    user: User,
+    via: str,
     at: datetime | None = None,
     idempotency_key: str | None = None,
 ) -> Outcome:
-    return act(incident, user, "refresh_evidence", {}, at, idempotency_key, _refresh_evidence)
+    return act(incident, user, via, "refresh_evidence", {}, at, idempotency_key, _refresh_evidence)
 
 
 def incident_exclude_alert(
     *,
     incident: Incident,
-    user: AbstractBaseUser,
+    user: User,
+    via: str,
     alert_id: int,
     at: datetime | None = None,
     idempotency_key: str | None = None,
 ) -> Outcome:
-    return act(incident, user, "exclude_alert", {"alert_id": alert_id}, at, idempotency_key, _exclude_alert)
+    return act(
+        incident, user, via, "exclude_alert", {"alert_id": alert_id}, at, idempotency_key, _exclude_alert
+    )
 
 
 def incident_mark_false_positive(
     *,
     incident: Incident,
-    user: AbstractBaseUser,
+    user: User,
+    via: str,
     alert_id: int,
     at: datetime | None = None,
     idempotency_key: str | None = None,
 ) -> Outcome:
-    return act(incident, user, "false_positive", {"alert_id": alert_id}, at, idempotency_key, _false_positive)
+    return act(
+        incident, user, via, "false_positive", {"alert_id": alert_id}, at, idempotency_key, _false_positive
+    )
 
 
 def incident_merge(
     *,
     incident: Incident,
     into: int,
-    user: AbstractBaseUser,
+    user: User,
+    via: str,
     at: datetime | None = None,
     idempotency_key: str | None = None,
 ) -> Outcome:
-    return act(incident, user, "merge", {"into": into}, at, idempotency_key, _merge)
+    return act(incident, user, via, "merge", {"into": into}, at, idempotency_key, _merge)
 
 
 def incident_split(
     *,
     incident: Incident,
     alert_ids: list[int],
-    user: AbstractBaseUser,
+    user: User,
+    via: str,
     at: datetime | None = None,
     idempotency_key: str | None = None,
 ) -> Outcome:
-    return act(incident, user, "split", {"alert_ids": alert_ids}, at, idempotency_key, _split)
+    return act(incident, user, via, "split", {"alert_ids": alert_ids}, at, idempotency_key, _split)
 
 
 def act(
     incident: Incident,
-    user: AbstractBaseUser,
+    user: User,
+    via: str,
     action: str,
     fields: dict[str, Any],
     at: datetime | None,
@@ -206,7 +225,8 @@ def act(
     handler: Handler,
 ) -> Outcome:
     """What every action shares: the role, `at` (now when not given; never in the future), the
-    idempotency key, then the handler under the cluster's lock and the incident's row lock."""
+    idempotency key, then the handler under the cluster's lock and the incident's row lock, and
+    its audit record (`via`: page, api, import) in the same transaction."""
     require_role(user, "responder")
     dated = at is not None
     if at is None:
@@ -226,7 +246,12 @@ def act(
             raise conflict(
                 f"at: {rfc3339(at)} is before incident {locked.pk} began ({rfc3339(locked.started_at)})"
             )
-        return handler(incident=locked, user=user, body=fields, at=at, replay_key=idempotency_key)
+        before = incident_audit_state(locked)
+        outcome = handler(incident=locked, user=user, body=fields, at=at, replay_key=idempotency_key)
+        incident_action_audit(
+            by=user, via=via, incident=locked, action=action, before=before, body=fields, at=at
+        )
+        return outcome
 
 
 def rfc3339(moment: datetime) -> str:
@@ -244,10 +269,10 @@ def not_in_the_future(moment: datetime) -> None:
 
 def record(
     incident: Incident,
-    user,
+    user: User,
     action: str,
     at: datetime,
-    body: dict,
+    body: dict[str, Any],
     replay_key: str | None,
     alert: Alert | None = None,
 ) -> IncidentAction:
@@ -278,7 +303,7 @@ def resolved_before(incident: Incident, at: datetime) -> bool:
 
 
 def _acknowledge(
-    *, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None
+    *, incident: Incident, user: User, body: dict[str, Any], at: datetime, replay_key: str | None
 ) -> Outcome:
     if incident.acknowledged_at is not None:
         raise conflict(
@@ -294,7 +319,7 @@ def _acknowledge(
 
 
 def _mitigate(
-    *, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None
+    *, incident: Incident, user: User, body: dict[str, Any], at: datetime, replay_key: str | None
 ) -> Outcome:
     if incident.mitigated_at is not None:
         raise conflict(f"incident {incident.pk} was already mitigated at {rfc3339(incident.mitigated_at)}")
@@ -308,7 +333,7 @@ def _mitigate(
 
 
 def _resolve(
-    *, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None
+    *, incident: Incident, user: User, body: dict[str, Any], at: datetime, replay_key: str | None
 ) -> Outcome:
     """A person's resolution is the official one, even after the alerts resolved it."""
     if incident.resolved_by_human:
@@ -319,7 +344,7 @@ def _resolve(
 
 
 def _reopen(
-    *, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None
+    *, incident: Incident, user: User, body: dict[str, Any], at: datetime, replay_key: str | None
 ) -> Outcome:
     """Trouble is back: the incident is active again (its mitigation no longer holds; the
     recorded mitigate action keeps its time for the timeline)."""
@@ -336,7 +361,7 @@ def _reopen(
 
 
 def _assign(
-    *, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None
+    *, incident: Incident, user: User, body: dict[str, Any], at: datetime, replay_key: str | None
 ) -> Outcome:
     username = body.get("username")
     if not isinstance(username, str) or not username:
@@ -354,7 +379,7 @@ def _assign(
 
 
 def _note(
-    *, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None
+    *, incident: Incident, user: User, body: dict[str, Any], at: datetime, replay_key: str | None
 ) -> Outcome:
     text = body.get("text")
     if not isinstance(text, str) or not text.strip():
@@ -366,7 +391,7 @@ def _note(
 
 
 def _severity(
-    *, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None
+    *, incident: Incident, user: User, body: dict[str, Any], at: datetime, replay_key: str | None
 ) -> Outcome:
     level = body.get("level")
     if level not in Incident.Severity.values:
@@ -377,7 +402,7 @@ def _severity(
 
 
 def _degrade(
-    *, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None
+    *, incident: Incident, user: User, body: dict[str, Any], at: datetime, replay_key: str | None
 ) -> Outcome:
     level = body.get("level")
     if level not in Incident.Degradation.values:
@@ -388,7 +413,7 @@ def _degrade(
 
 
 def _refresh_evidence(
-    *, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None
+    *, incident: Incident, user: User, body: dict[str, Any], at: datetime, replay_key: str | None
 ) -> Outcome:
     record(incident, user, "refresh_evidence", at, body, replay_key)
     evidence_enqueue([incident.pk])
@@ -410,7 +435,7 @@ def alert_of(incident: Incident, value: Any, field: str = "alert_id") -> Alert:
 
 
 def decide(
-    incident: Incident, user, kind: str, alerts: list[Alert], at: datetime, action: IncidentAction
+    incident: Incident, user: User, kind: str, alerts: list[Alert], at: datetime, action: IncidentAction
 ) -> None:
     """Store the decision and mark the incident's alerts for the next run, which recomputes them."""
     Decision.objects.create(
@@ -427,7 +452,7 @@ def decide(
 
 
 def _exclude_alert(
-    *, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None
+    *, incident: Incident, user: User, body: dict[str, Any], at: datetime, replay_key: str | None
 ) -> Outcome:
     alert = alert_of(incident, body.get("alert_id"))
     action = record(incident, user, "exclude_alert", at, body, replay_key, alert)
@@ -466,7 +491,7 @@ def ranking_cleared(incident: Incident) -> dict[str, Any]:
 
 
 def _false_positive(
-    *, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None
+    *, incident: Incident, user: User, body: dict[str, Any], at: datetime, replay_key: str | None
 ) -> Outcome:
     alert = alert_of(incident, body.get("alert_id"))
     if alert.false_positive:
@@ -481,7 +506,7 @@ def _false_positive(
 
 
 def _merge(
-    *, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None
+    *, incident: Incident, user: User, body: dict[str, Any], at: datetime, replay_key: str | None
 ) -> Outcome:
     into_id = body.get("into")
     if not isinstance(into_id, int) or isinstance(into_id, bool):
@@ -513,7 +538,7 @@ def _merge(
 
 
 def _split(
-    *, incident: Incident, user: AbstractBaseUser, body: dict[str, Any], at: datetime, replay_key: str | None
+    *, incident: Incident, user: User, body: dict[str, Any], at: datetime, replay_key: str | None
 ) -> Outcome:
     ids = body.get("alert_ids")
     if not isinstance(ids, list) or not ids:

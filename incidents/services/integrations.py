@@ -10,12 +10,13 @@ import time
 
 from django.conf import settings
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import Group
-from django.db import IntegrityError, connections, router
+from django.contrib.auth.models import Group, User
+from django.db import IntegrityError, connections, router, transaction
 from django.db.models.signals import post_delete, post_save
 from rest_framework.authtoken.models import Token
 
-from incidents.models import Integration, storable_id, token_digest
+from incidents.models import AuditRecord, Integration, storable_id, token_digest
+from incidents.services.audit import audit_record
 from incidents.services.errors import RootlineError
 from incidents.services.roles import ROLES
 
@@ -39,12 +40,39 @@ def integration_add(
         raise RootlineError(f"an integration named {name!r} exists already")
     token = token or secrets.token_urlsafe(32)
     try:
-        integration = Integration.objects.create(
-            kind=kind, name=name, token_digest=token_digest(token), rate_limit=rate_limit
-        )
+        with transaction.atomic():
+            integration = Integration.objects.create(
+                kind=kind, name=name, token_digest=token_digest(token), rate_limit=rate_limit
+            )
+            audit_record(
+                by=None,
+                via=AuditRecord.Via.SYSTEM,
+                target=integration,
+                action="integration_add",
+                field="token",
+                old=None,
+                new="issued",
+                detail={"kind": kind, "name": name, "rate_limit": rate_limit},
+            )
     except IntegrityError:
         raise RootlineError("that token is in use by another integration; choose another") from None
     return integration, token
+
+
+def integration_admin_save(*, integration: Integration, user: User, changed: list[str]) -> None:
+    """An integration saved in the admin, with one audit record per field the form changed."""
+    before = Integration.objects.filter(pk=integration.pk).first() if integration.pk else None
+    integration.save()
+    for name in changed:
+        audit_record(
+            by=user,
+            via=AuditRecord.Via.ADMIN,
+            target=integration,
+            action="integration_edit" if before else "integration_add",
+            field=name,
+            old=getattr(before, name, None) if before else None,
+            new=getattr(integration, name),
+        )
 
 
 def integration_authenticate(*, integration_id: int, kind: str, token: str) -> Integration | None:
@@ -156,5 +184,15 @@ def api_token_issue(*, username: str, create_user: bool = False) -> str:
         user = User.objects.create_user(username=username)
         roles_ensure()
         user.groups.add(Group.objects.get(name="responder"))
-    token, _ = Token.objects.get_or_create(user=user)
+    token, created = Token.objects.get_or_create(user=user)
+    if created:
+        audit_record(
+            by=None,
+            via=AuditRecord.Via.SYSTEM,
+            target=("user", user.get_username()),
+            action="api_token_issue",
+            field="api_token",
+            old=None,
+            new="issued",
+        )
     return token.key

@@ -5,12 +5,13 @@ from __future__ import annotations
 
 from typing import Any
 
-from django.contrib.auth.models import AbstractBaseUser
+from django.contrib.auth.models import User
 from django.db import transaction
 
 from correlate.matrix import COLUMNS
 from incidents.catalog import catalog
 from incidents.models import Incident, MatrixCell
+from incidents.services.audit import audit_record
 from incidents.services.errors import invalid
 from incidents.services.roles import require_role
 from incidents.timeline import EVIDENCE_KINDS, incident_matrix
@@ -19,10 +20,10 @@ MAX_CELL_TEXT = 5_000
 MAX_EVIDENCE = 200
 
 
-def matrix_edit(*, incident: Incident, user: AbstractBaseUser, body: Any) -> list[dict[str, Any]]:
+def matrix_edit(*, incident: Incident, user: User, via: str, body: Any) -> list[dict[str, Any]]:
     """PATCH: `{layer, <column>: {text, evidence?} | text}` or a list of them. Each edited cell is a
-    new row (the old ones stay as history); evidence left out is carried over from the cell as
-    it stood, suggested or edited."""
+    new row (the old ones stay as history), with its audit record; evidence left out is carried
+    over from the cell as it stood, suggested or edited."""
     require_role(user, "author")
     rows = body if isinstance(body, list) else [body]
     if not rows or not all(isinstance(row, dict) for row in rows):
@@ -31,7 +32,7 @@ def matrix_edit(*, incident: Incident, user: AbstractBaseUser, body: Any) -> lis
         )
     layers = catalog().layers
     current = {row["layer"]: row for row in incident_matrix(incident)}
-    edits: list[MatrixCell] = []
+    edits: list[tuple[MatrixCell, str]] = []
     for index, row in enumerate(rows):
         where = f"[{index}]" if isinstance(body, list) else ""
         layer = row.get("layer")
@@ -50,19 +51,33 @@ def matrix_edit(*, incident: Incident, user: AbstractBaseUser, body: Any) -> lis
             text, evidence = _cell_value(row[column], f"{where}{column}")
             if evidence is None:
                 evidence = current.get(layer, {}).get(column, {}).get("evidence", [])
+            was = current.get(layer, {}).get(column, {}).get("text", "")
             edits.append(
-                MatrixCell(
-                    incident=incident,
-                    layer=layer,
-                    column=column,
-                    text=text,
-                    evidence=evidence,
-                    edited_by=user if user.pk else None,
+                (
+                    MatrixCell(
+                        incident=incident,
+                        layer=layer,
+                        column=column,
+                        text=text,
+                        evidence=evidence,
+                        edited_by=user if user.pk else None,
+                    ),
+                    was,
                 )
             )
     with transaction.atomic():
-        for cell in edits:
+        for cell, was in edits:
             cell.save()
+            audit_record(
+                by=user,
+                via=via,
+                target=incident,
+                action="matrix_edit",
+                field=f"matrix.{cell.layer}.{cell.column}",
+                old=was,
+                new=cell.text,
+                detail={"evidence": cell.evidence},
+            )
     return incident_matrix(incident)
 
 

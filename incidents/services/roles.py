@@ -4,7 +4,7 @@ allowed what the ones before it are."""
 from __future__ import annotations
 
 from django.contrib.auth import get_user_model
-from django.contrib.auth.models import AbstractBaseUser, Group
+from django.contrib.auth.models import AbstractBaseUser, AnonymousUser, Group, User
 
 from incidents.services.errors import forbidden
 
@@ -27,6 +27,14 @@ def has_role(user: AbstractBaseUser, role: str) -> bool:
 def require_role(user: AbstractBaseUser, role: str) -> None:
     if not has_role(user, role):
         raise forbidden(f"this needs the {role} role; {user.get_username() or 'you'} is a {role_of(user)}")
+
+
+def acting_user(user: User | AnonymousUser) -> User:
+    """The person a request acts as: the views and the API let no anonymous request reach a
+    service, so an anonymous one here is refused rather than recorded as nobody."""
+    if not isinstance(user, User):
+        raise forbidden("sign in first")
+    return user
 
 
 def user_ensure(*, username: str, role: str) -> AbstractBaseUser:

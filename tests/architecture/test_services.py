@@ -15,7 +15,7 @@ from incidents.services import errors
 def test_each_incident_action_is_a_keyword_only_service_taking_its_fields(action):
     parameters = inspect.signature(SERVICES[action]).parameters
     assert all(p.kind is inspect.Parameter.KEYWORD_ONLY for p in parameters.values())
-    assert set(parameters) == {"incident", "user", "at", "idempotency_key", *ACTION_FIELDS[action]}
+    assert set(parameters) == {"incident", "user", "via", "at", "idempotency_key", *ACTION_FIELDS[action]}
     assert SERVICES[action].__name__.startswith("incident_")
 
 

@@ -475,7 +475,7 @@ def test_a_grouping_action_while_a_worker_holds_the_key_waits_instead_of_deadloc
             holding.wait(5)
             acting.set()
             incident_exclude_alert(
-                incident=Incident.objects.get(pk=incident.pk), user=responder, alert_id=ttft.pk
+                incident=Incident.objects.get(pk=incident.pk), user=responder, via="api", alert_id=ttft.pk
             )
         except BaseException as exc:  # noqa: BLE001
             errors.append(exc)
@@ -561,7 +561,9 @@ def test_an_action_during_a_correlation_run_of_its_key_is_not_overwritten_by_the
         try:
             loaded.wait(5)
             acting.set()
-            incident_act_on_body(incident=Incident.objects.get(pk=incident.pk), user=responder, body=body)
+            incident_act_on_body(
+                incident=Incident.objects.get(pk=incident.pk), user=responder, via="api", body=body
+            )
         except BaseException as exc:  # noqa: BLE001
             errors.append(exc)
         finally:

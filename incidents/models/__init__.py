@@ -1,0 +1,50 @@
+"""Rootline's rows, one module per room: `ingest` (integrations, deliveries, alerts), `incidents`
+(incidents, their edges, candidates, actions and decisions), `evidence` (series, gaps, the
+root-cause matrix), `audit` (every change a person made)."""
+
+from incidents.models.audit import AuditRecord
+from incidents.models.evidence import EvidenceGap, EvidenceSeries, LocalSeries, MatrixCell
+from incidents.models.incidents import (
+    CorrelationLock,
+    Decision,
+    Incident,
+    IncidentAction,
+    IncidentEdge,
+    IncidentQuerySet,
+    PendingAction,
+    PendingActionQuerySet,
+    RootCandidate,
+)
+from incidents.models.ingest import (
+    Alert,
+    AlertQuerySet,
+    Delivery,
+    Integration,
+    place_named,
+    storable_id,
+    token_digest,
+)
+
+__all__ = [
+    "Alert",
+    "AlertQuerySet",
+    "AuditRecord",
+    "CorrelationLock",
+    "Decision",
+    "Delivery",
+    "EvidenceGap",
+    "EvidenceSeries",
+    "Incident",
+    "IncidentAction",
+    "IncidentEdge",
+    "IncidentQuerySet",
+    "Integration",
+    "LocalSeries",
+    "MatrixCell",
+    "PendingAction",
+    "PendingActionQuerySet",
+    "RootCandidate",
+    "place_named",
+    "storable_id",
+    "token_digest",
+]
