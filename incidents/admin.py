@@ -3,11 +3,21 @@ from django.contrib import admin, messages
 from incidents import services
 from incidents.models import Alert, AuditRecord, Delivery, Integration, PendingAction
 from incidents.services.integrations import integration_admin_save
-from incidents.services.roles import acting_user
+from incidents.services.roles import acting_user, has_role
+
+
+class RoleAdmin(admin.ModelAdmin):
+    """Rootline's admin role sees every model here (Django's model permissions are not used)."""
+
+    def has_module_permission(self, request) -> bool:
+        return has_role(request.user, "admin")
+
+    def has_view_permission(self, request, obj=None) -> bool:
+        return has_role(request.user, "admin")
 
 
 @admin.register(Integration)
-class IntegrationAdmin(admin.ModelAdmin):
+class IntegrationAdmin(RoleAdmin):
     list_display = ("name", "kind", "path", "rate_limit", "is_active", "created_at")
     readonly_fields = ("token_digest", "created_at")
 
@@ -18,7 +28,7 @@ class IntegrationAdmin(admin.ModelAdmin):
 
 
 @admin.register(AuditRecord)
-class AuditRecordAdmin(admin.ModelAdmin):
+class AuditRecordAdmin(RoleAdmin):
     """Read only: the record of a change is not itself changed."""
 
     list_display = ("at", "by_name", "via", "object_label", "action", "field", "old", "new")
@@ -37,7 +47,7 @@ class AuditRecordAdmin(admin.ModelAdmin):
 
 
 @admin.register(Delivery)
-class DeliveryAdmin(admin.ModelAdmin):
+class DeliveryAdmin(RoleAdmin):
     list_display = ("id", "integration", "received_at", "status", "size", "accepted", "error_excerpt")
     list_filter = ("status", "integration")
     readonly_fields = [field.name for field in Delivery._meta.fields if field.name != "body"] + ["body_text"]
@@ -66,7 +76,7 @@ class DeliveryAdmin(admin.ModelAdmin):
 
 
 @admin.register(Alert)
-class AlertAdmin(admin.ModelAdmin):
+class AlertAdmin(RoleAdmin):
     list_display = (
         "alertname",
         "fingerprint",
@@ -100,7 +110,7 @@ class PendingStateFilter(admin.SimpleListFilter):
 
 
 @admin.register(PendingAction)
-class PendingActionAdmin(admin.ModelAdmin):
+class PendingActionAdmin(RoleAdmin):
     """Imported actions waiting for their alerts, those that failed once these arrived, and those
     that expired because they never did."""
 

@@ -72,7 +72,7 @@ PROMETHEUS_URL = os.environ.get("PROMETHEUS_URL", "") or None
 CATALOG_PATH = os.environ.get("ROOTLINE_CATALOG", "") or None
 
 INSTALLED_APPS = [
-    "django.contrib.admin",
+    "rootline.apps.RootlineAdminConfig",
     "django.contrib.auth",
     "django.contrib.contenttypes",
     "django.contrib.sessions",
