@@ -8,7 +8,6 @@ from __future__ import annotations
 import html
 import json
 from datetime import UTC, datetime
-from pathlib import Path
 from typing import Any
 
 import plotly
@@ -24,9 +23,9 @@ from correlate.matrix import COLUMNS, band_title
 from correlate.series import Series
 from correlate.timeline import Item
 from incidents.models import Incident
+from incidents.plotly_assets import GLOBAL_STYLE_ID, PLOTLY_JS, plotly_styles
 from incidents.timeline import Evidence, incident_evidence, incident_matrix
 
-PLOTLY_JS = Path(plotly.__file__).parent / "package_data" / "plotly.min.js"
 BAND_COLOURS = {
     "green": "rgba(26,127,55,0.07)",
     "yellow": "rgba(242,201,76,0.18)",
@@ -197,6 +196,8 @@ def evidence_page(request: HttpRequest, incident_id: int) -> HttpResponse:
                 for row in incident_matrix(incident, evidence=evidence)
             ],
             "plotly_src": f"/assets/plotly-{plotly.__version__}.min.js",
+            "plotly_css": f"/assets/plotly-{plotly.__version__}.css",
+            "plotly_style_ids": [GLOBAL_STYLE_ID, *plotly_styles()[1]],
         },
     )
 
@@ -208,6 +209,15 @@ def plotly_js(request: HttpRequest, version: str) -> FileResponse:
     if version != plotly.__version__ or not PLOTLY_JS.exists():
         raise Http404("no such plotly.js")
     return FileResponse(PLOTLY_JS.open("rb"), content_type="text/javascript; charset=utf-8")
+
+
+@require_GET
+@cache_control(max_age=31536000, immutable=True, public=True)
+def plotly_css(request: HttpRequest, version: str) -> HttpResponse:
+    """plotly.js's own style rules as a stylesheet (see `incidents/plotly_assets.py`)."""
+    if version != plotly.__version__ or not PLOTLY_JS.exists():
+        raise Http404("no such plotly stylesheet")
+    return HttpResponse(plotly_styles()[0], content_type="text/css; charset=utf-8")
 
 
 def plotly_text(value: str) -> str:

@@ -18,6 +18,7 @@ urlpatterns = [
     path("incidents/<int:incident_id>/", views.incident_page, name="incident"),
     path("incidents/<int:incident_id>/evidence/", evidence_views.evidence_page, name="incident-evidence"),
     path("assets/plotly-<str:version>.min.js", evidence_views.plotly_js, name="plotly-js"),
+    path("assets/plotly-<str:version>.css", evidence_views.plotly_css, name="plotly-css"),
     path("incidents/<int:incident_id>/act/", views.incident_act_form, name="incident-act"),
     path("alerts/", views.alerts_page, name="alerts"),
     path("runbooks/<str:alertname>/", runbooks.runbook_page, name="runbook"),

@@ -35,6 +35,7 @@ ROUTES: dict[tuple[str, str], str] = {
     ("incident-act", "POST"): "responder",
     ("runbook", "GET"): "viewer",
     ("plotly-js", "GET"): "public",
+    ("plotly-css", "GET"): "public",
     ("healthz", "GET"): "public",
     ("metrics", "GET"): "public",  # while ROOTLINE_METRICS_TOKEN is unset
     ("webhook", "POST"): "token",
@@ -148,8 +149,9 @@ def requests_for(incident: Incident, integration_id: int) -> dict[tuple[str, str
             f"/incidents/{incident.pk}/act/",
             {"data": {"action": "note", "text": "x"}},
         ),
-        ("runbook", "GET"): (f"/runbooks/{alert.alertname}/", {}),
+        ("runbook", "GET"): ("/runbooks/LLMKVFragmentationHigh/", {}),
         ("plotly-js", "GET"): ("/assets/plotly-0.min.js", {}),
+        ("plotly-css", "GET"): ("/assets/plotly-0.css", {}),
         ("healthz", "GET"): ("/healthz", {}),
         ("metrics", "GET"): ("/metrics", {}),
         ("webhook", "POST"): (
