@@ -51,7 +51,7 @@ def _band_shapes(band: Band, low: float, high: float) -> list[dict[str, Any]]:
     edges_up = [low, *lines, high] if band.direction == "above" else [high, *lines, low]
     names = ["green", "yellow", "red"] if band.yellow is not None else ["green", "red"]
     shapes = []
-    for name, start, end in zip(names, edges_up, edges_up[1:]):
+    for name, start, end in zip(names, edges_up, edges_up[1:], strict=False):
         shapes.append(
             {
                 "type": "rect",
@@ -67,7 +67,7 @@ def _band_shapes(band: Band, low: float, high: float) -> list[dict[str, Any]]:
                 "name": f"band {name}",
             }
         )
-    for value, name in zip(lines, names[1:]):
+    for value, name in zip(lines, names[1:], strict=False):
         shapes.append(
             {
                 "type": "line",

@@ -10,7 +10,6 @@ changes its bands, and a test keeps the shipped files equal to a default export.
 from __future__ import annotations
 
 import ast
-import html
 import operator
 import re
 from collections.abc import Callable, Mapping
@@ -19,7 +18,6 @@ from functools import lru_cache
 from pathlib import Path
 from string import Template
 from typing import Any
-from urllib.parse import urlsplit
 
 import yaml
 from django.conf import settings
@@ -27,10 +25,10 @@ from django.contrib.auth.decorators import login_required
 from django.http import Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
 from django.urls import reverse
-from django.utils.safestring import SafeString, mark_safe
 
 from correlate.catalog import FAILURE_MODES, LAYERS, Catalog
 from incidents.catalog import catalog as app_catalog
+from incidents.markdown import markdown_html, safe_href
 
 PROJECT_DIR = Path(__file__).resolve().parent.parent
 RULES_DIR = PROJECT_DIR / "rules"
@@ -283,6 +281,24 @@ def _runbook_families() -> dict[str, Any]:
     return yaml.safe_load(RUNBOOK_FAMILIES.read_text(encoding="utf-8")) or {}
 
 
+def _family_text(
+    family: Mapping[str, Any], key: str, values: Mapping[str, Any], catalog: Catalog, where: str
+) -> str:
+    raw = family.get(key, "")
+    if isinstance(raw, Mapping):  # per-band variants
+        raw = raw.get(values["band"], raw.get("any", ""))
+    return fill_thresholds(Template(str(raw)).safe_substitute(values).strip(), catalog, where=where)
+
+
+def _family_items(
+    family: Mapping[str, Any], key: str, values: Mapping[str, Any], catalog: Catalog, where: str
+) -> list[str]:
+    return [
+        fill_thresholds(Template(str(item)).safe_substitute(values), catalog, where=where)
+        for item in family.get(key) or ()
+    ]
+
+
 def render_runbooks(*, catalog: Catalog) -> dict[str, str]:
     """File name -> Markdown runbook, one per alert, written from the alert's runbook family."""
     families = _runbook_families()
@@ -298,23 +314,7 @@ def render_runbooks(*, catalog: Catalog) -> dict[str, str]:
         )
         values.setdefault("band", "red" if alert.severity == "critical" else "yellow")
 
-        def text(key: str) -> str:
-            raw = family.get(key, "")
-            if isinstance(raw, Mapping):  # per-band variants
-                raw = raw.get(values["band"], raw.get("any", ""))
-            return fill_thresholds(
-                Template(str(raw)).safe_substitute(values).strip(),
-                catalog,
-                where=f"runbook family {family_name}",
-            )
-
-        def items(key: str) -> list[str]:
-            return [
-                fill_thresholds(
-                    Template(str(i)).safe_substitute(values), catalog, where=f"runbook family {family_name}"
-                )
-                for i in family.get(key) or ()
-            ]
+        where = f"runbook family {family_name}"
 
         lines = [
             f"# {alert.name}",
@@ -324,19 +324,22 @@ def render_runbooks(*, catalog: Catalog) -> dict[str, str]:
             "",
             "## What it means",
             "",
-            text("meaning"),
+            _family_text(family, "meaning", values, catalog, where),
             "",
             "## How to confirm",
             "",
-            *[f"- {item}" for item in items("confirm")],
+            *[f"- {item}" for item in _family_items(family, "confirm", values, catalog, where)],
             "",
             "## What to do",
             "",
-            *[f"{n}. {item}" for n, item in enumerate(items("actions"), start=1)],
+            *[
+                f"{n}. {item}"
+                for n, item in enumerate(_family_items(family, "actions", values, catalog, where), start=1)
+            ],
             "",
             "## Degradation level",
             "",
-            text("degradation"),
+            _family_text(family, "degradation", values, catalog, where),
             "",
             "## The rule",
             "",
@@ -369,107 +372,6 @@ def export_runbooks(directory: Path, *, catalog: Catalog) -> list[Path]:
     return written
 
 
-# --- A small, safe Markdown renderer: everything is escaped, then a few constructs are marked up.
-
-_INLINE_CODE = re.compile(r"`([^`]+)`")
-_BOLD = re.compile(r"\*\*(.+?)\*\*")
-_LINK = re.compile(r"\[([^\]]+)\]\(([^)\s]+)\)")
-_ORDERED = re.compile(r"^\d+\.\s+(.*)$")
-_HEADING = re.compile(r"^(#{1,4})\s+(.*)$")
-
-
-def _safe_href(url: str) -> str | None:
-    parts = urlsplit(html.unescape(url))
-    if parts.scheme in ("http", "https") or (
-        not parts.scheme and not parts.netloc and url.startswith(("/", "#"))
-    ):
-        return url
-    return None
-
-
-def _inline(text: str) -> str:
-    codes: list[str] = []
-
-    def stash(match: re.Match[str]) -> str:
-        codes.append(f"<code>{html.escape(match.group(1))}</code>")
-        return f"\x00{len(codes) - 1}\x00"
-
-    text = _INLINE_CODE.sub(stash, text)
-    text = html.escape(text)
-    text = _BOLD.sub(r"<strong>\1</strong>", text)
-
-    def link(match: re.Match[str]) -> str:
-        href = _safe_href(match.group(2))
-        return f'<a href="{href}" rel="noopener">{match.group(1)}</a>' if href else match.group(0)
-
-    text = _LINK.sub(link, text)
-    return re.sub("\x00(\\d+)\x00", lambda m: codes[int(m.group(1))], text)
-
-
-def markdown_to_html(source: str) -> SafeString:
-    """Headings, paragraphs, lists, block quotes, fenced code, `code`, **bold** and http(s) links.
-
-    Raw HTML in the source is shown as text, never passed through.
-    """
-    out: list[str] = []
-    paragraph: list[str] = []
-    list_kind = ""
-    lines = source.replace("\r\n", "\n").split("\n")
-
-    def flush() -> None:
-        nonlocal list_kind
-        if paragraph:
-            out.append(f"<p>{_inline(' '.join(paragraph))}</p>")
-            paragraph.clear()
-        if list_kind:
-            out.append(f"</{list_kind}>")
-            list_kind = ""
-
-    index = 0
-    while index < len(lines):
-        line = lines[index]
-        stripped = line.strip()
-        if stripped.startswith("```"):
-            flush()
-            language = re.sub(r"[^a-z0-9_-]", "", stripped[3:].strip().lower())
-            body: list[str] = []
-            index += 1
-            while index < len(lines) and not lines[index].strip().startswith("```"):
-                body.append(lines[index])
-                index += 1
-            css = f' class="language-{language}"' if language else ""
-            out.append(f"<pre><code{css}>{html.escape(chr(10).join(body))}</code></pre>")
-        elif not stripped:
-            flush()
-        elif heading := _HEADING.match(stripped):
-            flush()
-            level = len(heading.group(1))
-            out.append(f"<h{level}>{_inline(heading.group(2))}</h{level}>")
-        elif stripped.startswith(("- ", "* ")) or _ORDERED.match(stripped):
-            if paragraph:
-                out.append(f"<p>{_inline(' '.join(paragraph))}</p>")
-                paragraph.clear()
-            kind = "ul" if stripped.startswith(("- ", "* ")) else "ol"
-            if list_kind != kind:
-                if list_kind:
-                    out.append(f"</{list_kind}>")
-                out.append(f"<{kind}>")
-                list_kind = kind
-            item = stripped[2:] if kind == "ul" else _ORDERED.match(stripped).group(1)  # type: ignore[union-attr]
-            out.append(f"<li>{_inline(item)}</li>")
-        elif stripped.startswith(">"):
-            flush()
-            out.append(f"<blockquote>{_inline(stripped.lstrip('>').strip())}</blockquote>")
-        else:
-            if list_kind:
-                out.append(f"</{list_kind}>")
-                list_kind = ""
-            paragraph.append(stripped)
-        index += 1
-    flush()
-    return mark_safe("\n".join(out))
-
-
 @login_required
 def runbook_page(request: HttpRequest, alertname: str) -> HttpResponse:
     path = runbook_file(alertname)
@@ -498,7 +400,7 @@ def runbook_page(request: HttpRequest, alertname: str) -> HttpResponse:
         "runbooks/runbook.html",
         {
             "alertname": alertname,
-            "body": markdown_to_html(path.read_text(encoding="utf-8")),
+            "body": markdown_html(path.read_text(encoding="utf-8")),
             "alert": alert,
             "thresholds": thresholds,
         },
@@ -520,4 +422,4 @@ def runbook_href(alertname: str, annotations: Mapping[str, str]) -> str | None:
     if runbook_file(alertname) is not None:
         return reverse("runbook", args=[alertname])
     own = annotations.get("runbook_url") or annotations.get("runbook") or ""
-    return own if own.startswith(("https://", "http://")) and _safe_href(own) else None
+    return own if own.startswith(("https://", "http://")) and safe_href(own) else None

@@ -12,7 +12,7 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
-from incidents.models import Alert, Delivery, Incident, Integration, RootCandidate, place_named
+from incidents.models import Alert, Delivery, Incident, RootCandidate, place_named
 from incidents.runbooks import runbook_href
 
 
@@ -44,51 +44,6 @@ def truncated_since(since: datetime | None = None) -> Truncated:
         cut = cut.filter(received_at__gte=since)
     figures = cut.aggregate(bodies=Count("id"), alerts=Coalesce(Sum("truncated_alerts"), 0))
     return Truncated(bodies=figures["bodies"], alerts=figures["alerts"])
-
-
-def metrics_text() -> str:
-    lines = [
-        "# HELP rootline_deliveries Webhook deliveries stored, by status.",
-        "# TYPE rootline_deliveries gauge",
-    ]
-    for status, count in Delivery.objects.values_list("status").annotate(n=Count("id")).order_by("status"):
-        lines.append(f'rootline_deliveries{{status="{status}"}} {count}')
-    lines += ["# HELP rootline_alerts Alert occurrences stored, by status.", "# TYPE rootline_alerts gauge"]
-    for status, count in alerts_by_status().items():
-        lines.append(f'rootline_alerts{{status="{status}"}} {count}')
-    truncated = truncated_since()
-    lines += [
-        "# HELP rootline_delivery_truncated_alerts Alerts senders left out of stored bodies (Alertmanager's truncatedAlerts,"
-        " max_alerts): never sent, so never stored; summed over bodies (a group re-sent cut counts again).",
-        "# TYPE rootline_delivery_truncated_alerts gauge",
-        f"rootline_delivery_truncated_alerts {truncated.alerts}",
-        "# HELP rootline_delivery_truncated_bodies Stored bodies a sender cut (truncatedAlerts > 0).",
-        "# TYPE rootline_delivery_truncated_bodies gauge",
-        f"rootline_delivery_truncated_bodies {truncated.bodies}",
-    ]
-    lines += ["# HELP rootline_integrations Configured integrations.", "# TYPE rootline_integrations gauge"]
-    lines.append(f"rootline_integrations {Integration.objects.count()}")
-    waiting = backlog()
-    for name, help_text, value in (
-        ("rootline_ingest_waiting_deliveries", "Deliveries stored and not read yet.", waiting.deliveries),
-        (
-            "rootline_ingest_lag_seconds",
-            "Age of the oldest delivery not read yet (0: none waits).",
-            waiting.deliveries_lag,
-        ),
-        (
-            "rootline_correlation_waiting_alerts",
-            f"Stored alerts no correlation run has taken yet (counted up to {BACKLOG_COUNT_LIMIT}).",
-            waiting.alerts,
-        ),
-        (
-            "rootline_correlation_lag_seconds",
-            "Age of the oldest stored alert no correlation run has taken yet (0: none waits).",
-            waiting.alerts_lag,
-        ),
-    ):
-        lines += [f"# HELP {name} {help_text}", f"# TYPE {name} gauge", f"{name} {value:g}"]
-    return "\n".join(lines) + "\n"
 
 
 def alerts_by_status() -> dict[str, int]:

@@ -295,8 +295,9 @@ def copy_upsert(
             stored = ", ".join(f"{table}.{quote(column)}" for column in compared)
             sent = ", ".join(f"EXCLUDED.{quote(column)}" for column in compared)
             cursor.execute(
-                f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {temporary} WHERE rootline_batch = %s "
-                f"ORDER BY {keys} ON CONFLICT ({keys}) DO UPDATE SET {sets} WHERE ({stored}) IS DISTINCT FROM ({sent})",
+                f"INSERT INTO {table} ({columns}) SELECT {columns} FROM {temporary} "
+                f"WHERE rootline_batch = %s ORDER BY {keys} ON CONFLICT ({keys}) "
+                f"DO UPDATE SET {sets} WHERE ({stored}) IS DISTINCT FROM ({sent})",
                 [batch],
             )
 

@@ -110,7 +110,10 @@ def series_of(row: EvidenceSeries) -> Series:
     )
 
 
-def incident_evidence(incident: Incident, *, hysteresis: Hysteresis = Hysteresis()) -> Evidence:
+DEFAULT_HYSTERESIS = Hysteresis()
+
+
+def incident_evidence(incident: Incident, *, hysteresis: Hysteresis = DEFAULT_HYSTERESIS) -> Evidence:
     bands = catalog().bands
     series = [
         series_of(row) for row in EvidenceSeries.objects.filter(incident=incident).order_by("signal", "id")

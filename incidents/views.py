@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import hmac
 import logging
 import time
 
@@ -15,10 +16,12 @@ from django.shortcuts import get_object_or_404, redirect, render
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
+from prometheus_client import CONTENT_TYPE_LATEST
 
 from correlate.ingest.events import routing_key_of
 from incidents import selectors, services
 from incidents.action_bodies import incident_act_on_body
+from incidents.metrics import metrics_text
 from incidents.models import AuditRecord, Delivery, Incident, Integration
 from incidents.services.errors import RootlineError
 from incidents.services.roles import acting_user, has_role
@@ -189,7 +192,13 @@ def healthz(request: HttpRequest) -> JsonResponse:
 
 @never_cache
 def metrics(request: HttpRequest) -> HttpResponse:
-    return HttpResponse(selectors.metrics_text(), content_type="text/plain; version=0.0.4; charset=utf-8")
+    """Open to any scraper unless ROOTLINE_METRICS_TOKEN is set; then only with that bearer token."""
+    expected = settings.METRICS_TOKEN
+    if expected and not hmac.compare_digest(bearer_token(request).encode(), expected.encode()):
+        return JsonResponse(
+            {"error": "this needs Authorization: Bearer <ROOTLINE_METRICS_TOKEN>"}, status=401
+        )
+    return HttpResponse(metrics_text(), content_type=CONTENT_TYPE_LATEST)
 
 
 @login_required

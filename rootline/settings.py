@@ -26,7 +26,8 @@ def env_flag(name: str, default: bool = False) -> bool:
 
 
 def env_whole(name: str, default: int, low: int, high: int, unit: str = "") -> int:
-    """A whole number from `low` to `high` (`unit` names it in the error), or `default` when unset or blank."""
+    """A whole number from `low` to `high` (`unit` names it in the error), or `default` when unset
+    or blank."""
     value = os.environ.get(name, "").strip() or str(default)
     if not value.isdigit() or not low <= int(value) <= high:
         of = f" of {unit}" if unit else ""
@@ -70,6 +71,8 @@ BASE_URL = os.environ.get("ROOTLINE_BASE_URL", "http://127.0.0.1:8000").rstrip("
 MAX_BODY = int(os.environ.get("ROOTLINE_MAX_BODY", str(10 * 1024 * 1024)))
 PROMETHEUS_URL = os.environ.get("PROMETHEUS_URL", "") or None
 CATALOG_PATH = os.environ.get("ROOTLINE_CATALOG", "") or None
+# /metrics takes `Authorization: Bearer <token>` when this is set; unset, any scraper may read it.
+METRICS_TOKEN = os.environ.get("ROOTLINE_METRICS_TOKEN", "")
 
 INSTALLED_APPS = [
     "rootline.apps.RootlineAdminConfig",

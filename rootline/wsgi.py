@@ -1,4 +1,5 @@
-"""WSGI entry point for gunicorn (`make serve`) and `manage.py runserver` (`make run`, through WSGI_APPLICATION).
+"""WSGI entry point for gunicorn (`make serve`) and `manage.py runserver` (`make run`, through
+WSGI_APPLICATION).
 
 Webhook POSTs (`/hooks/<kind>/<id>/`) take a short path to the same view: no URL resolution,
 and only the middleware whose effect a webhook answer has (SecurityMiddleware's headers, the

@@ -58,7 +58,8 @@ class IncidentSerializer(serializers.ModelSerializer):
         source="merged_into_id",
         allow_null=True,
         read_only=True,
-        help_text="the incident this one was merged into (its alerts and actions go on there); null if not merged",
+        help_text="the incident this one was merged into (its alerts and actions go on there); "
+        "null if not merged",
     )
 
     class Meta:

@@ -138,7 +138,8 @@ class IncidentDetail(ApiErrors, APIView):
 
 
 class IncidentActions(ApiErrors, APIView):
-    """Act on an incident: {"action": ..., "at"?: RFC 3339, ...}; every action is recorded with who and when."""
+    """Act on an incident: {"action": ..., "at"?: RFC 3339, ...}; every action is recorded with who
+    and when."""
 
     @extend_schema(
         request=ActionBodySerializer,
@@ -157,7 +158,8 @@ class IncidentActions(ApiErrors, APIView):
             409: ErrorSerializer,
         },
         description='200 with the incident (merge: the surviving one; split: {"incidents": [...]}), 202 for '
-        "refresh_evidence, 400 for a bad body, 403 below the responder role, 409 for a state that does not allow it.",
+        "refresh_evidence, 400 for a bad body, 403 below the responder role, 409 for a state that does "
+        "not allow it.",
     )
     def post(self, request: Request, incident_id: int) -> Response:
         incident = Incident.objects.filter(pk=incident_id).first()

@@ -3,11 +3,12 @@ Prometheus answers a range query.
 
 `parse_openmetrics` reads a file (the format `promtool tsdb create-blocks-from openmetrics`
 takes: timestamps in seconds, a final `# EOF`), which `incidents/services/local_series.py`
-merges into the rows, one per sample name and label set. `LocalSource` evaluates an `EvidenceQuery` over those rows with Prometheus
-2.x semantics: a gauge at step t is its last sample in [t-5m, t]; `rate` is Prometheus'
-extrapolated rate over [t-w, t] with counter resets; `histogram_quantile` interpolates inside
-the bucket as Prometheus does. A team without Prometheus (or with a Prometheus whose retention
-has ended) thereby gets the same evidence from an export.
+merges into the rows, one per sample name and label set. `LocalSource` evaluates an
+`EvidenceQuery` over those rows with Prometheus 2.x semantics: a gauge at step t is its last
+sample in [t-5m, t]; `rate` is Prometheus' extrapolated rate over [t-w, t] with counter resets;
+`histogram_quantile` interpolates inside the bucket as Prometheus does. A team without
+Prometheus (or with a Prometheus whose retention has ended) thereby gets the same evidence from
+an export.
 """
 
 from __future__ import annotations

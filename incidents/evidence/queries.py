@@ -180,7 +180,8 @@ class EvidenceQuery:
         if self.kind == RATE:
             return f"rate({selector(self.metric, self.matchers)}[{w}])"
         if self.kind in (QUANTILE, SPREAD):
-            inner = f"sum by (le, {', '.join(self.by)}) (rate({selector(self.metric + '_bucket', self.matchers)}[{w}]))"
+            buckets = selector(self.metric + "_bucket", self.matchers)
+            inner = f"sum by (le, {', '.join(self.by)}) (rate({buckets}[{w}]))"
             high = f"histogram_quantile({self.quantile:g}, {inner})"
             return high if self.kind == QUANTILE else f"{high} - histogram_quantile(0.5, {inner})"
         if self.kind == MEAN:

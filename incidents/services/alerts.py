@@ -205,7 +205,8 @@ def event_apply(*, integration: Integration, delivery: Delivery, event: ParsedAl
             relabelled = current.labels != event.labels
             alertname = event.alertname[:255]
             if not relabelled and current.annotations == event.annotations and current.alertname == alertname:
-                return  # a sender triggering again what it triggered (many do, every evaluation): nothing to write
+                # a sender triggering again what it triggered (many do, every evaluation): nothing to write
+                return
             current.labels, current.annotations, current.alertname = (
                 event.labels,
                 event.annotations,

@@ -131,11 +131,11 @@ def evidence_modes(incident: Incident, alerts: list[Alert]) -> list[str]:
     the `other` the catalog gives them: `other` stays only if an alert that is no disk alert has it."""
     disk = [queries.disk_alert(a.alertname, a.labels, a.failure_mode, a.generator_url) for a in alerts]
     modes = set(incident.failure_modes or []) | {
-        a.failure_mode for a, d in zip(alerts, disk) if a.failure_mode and not d
+        a.failure_mode for a, d in zip(alerts, disk, strict=True) if a.failure_mode and not d
     }
     if any(disk):
         modes.add(queries.DISK)
-        if not any(a.failure_mode in (None, "", "other") for a, d in zip(alerts, disk) if not d):
+        if not any(a.failure_mode in (None, "", "other") for a, d in zip(alerts, disk, strict=True) if not d):
             modes.discard("other")
     return sorted(modes)
 

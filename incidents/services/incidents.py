@@ -262,7 +262,8 @@ def not_in_the_future(moment: datetime) -> None:
     now = timezone.now()
     if moment > now + CLOCK_SKEW:
         raise invalid(
-            f"at: {rfc3339(moment)} is in the future: this server's time is {rfc3339(now.replace(microsecond=0))}, "
+            f"at: {rfc3339(moment)} is in the future: "
+            f"this server's time is {rfc3339(now.replace(microsecond=0))}, "
             f"and at most {CLOCK_SKEW.seconds // 60} minutes ahead are taken as clock skew"
         )
 
@@ -518,7 +519,8 @@ def _merge(
         raise conflict("into: an incident cannot be merged into itself")
     if target.correlation_key != incident.correlation_key:
         raise conflict(
-            f"into: incident {target.pk} is in cluster {target.correlation_key!r}, this one in {incident.correlation_key!r}"
+            f"into: incident {target.pk} is in cluster {target.correlation_key!r}, "
+            f"this one in {incident.correlation_key!r}"
         )
     target = Incident.objects.select_for_update().get(
         pk=target.pk

@@ -28,7 +28,8 @@ def matrix_edit(*, incident: Incident, user: User, via: str, body: Any) -> list[
     rows = body if isinstance(body, list) else [body]
     if not rows or not all(isinstance(row, dict) for row in rows):
         raise invalid(
-            "body: expected a row {layer, direct_cause|system_defect|process_gap: {text, evidence}} or a list of rows"
+            "body: expected a row {layer, direct_cause|system_defect|process_gap: {text, evidence}} "
+            "or a list of rows"
         )
     layers = catalog().layers
     current = {row["layer"]: row for row in incident_matrix(incident)}

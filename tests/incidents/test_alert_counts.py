@@ -3,13 +3,13 @@ the alerts page's "N firing", `/api/v1/alerts/?status=firing` and `/metrics`' `r
 
 from __future__ import annotations
 
-import re
 from datetime import timedelta
 
 import pytest
 from django.contrib.auth.models import User
 from django.db import connection
 from django.utils import timezone
+from prometheus_client.parser import text_string_to_metric_families
 
 from incidents.models import Alert
 from tests.conftest import require_postgres
@@ -37,8 +37,10 @@ def stored(hook, count: int, status: str, *, offset: int = 0) -> None:
 
 def alerts_metric(text: str) -> dict[str, int]:
     return {
-        status: int(count)
-        for status, count in re.findall(r'^rootline_alerts\{status="(\w+)"\} (\d+)$', text, re.M)
+        sample.labels["status"]: int(sample.value)
+        for family in text_string_to_metric_families(text)
+        if family.name == "rootline_alerts"
+        for sample in family.samples
     }
 
 

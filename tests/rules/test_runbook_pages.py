@@ -9,7 +9,7 @@ from django.contrib.auth.models import User
 from django.urls import reverse
 from django.utils.html import escape
 
-from incidents.runbooks import markdown_to_html
+from incidents.markdown import markdown_html
 
 pytestmark = pytest.mark.django_db
 
@@ -53,13 +53,15 @@ def test_unknown_runbooks_are_404(viewer, name):
 
 def test_markdown_is_rendered_without_raw_html():
     html = str(
-        markdown_to_html(
+        markdown_html(
             "# Title <b>x</b>\n\nText with <script>alert(1)</script> and **bold** and `a<b`.\n\n"
-            '- [safe](https://example.com/x)\n- [bad](javascript:alert(1))\n\n```promql\nup{job="<x>"} == 0\n```\n'
+            "- [safe](https://example.com/x)\n- [bad](javascript:alert(1))\n- <img src=x onerror=alert(2)>\n\n"
+            '```promql\nup{job="<x>"} == 0\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n'
         )
     )
-    assert "<script>" not in html and "<b>" not in html
+    assert "<script>" not in html and "<b>" not in html and "<img" not in html
     assert "&lt;script&gt;" in html and "<strong>bold</strong>" in html and "<code>a&lt;b</code>" in html
-    assert '<a href="https://example.com/x" rel="noopener">safe</a>' in html
+    assert '<a href="https://example.com/x" rel="noopener noreferrer">safe</a>' in html
     assert 'href="javascript' not in html
-    assert '<pre><code class="language-promql">up{job=&quot;&lt;x&gt;&quot;} == 0</code></pre>' in html
+    assert '<pre><code class="language-promql">up{job="&lt;x&gt;"} == 0' in html
+    assert "<td>1</td>" in html

@@ -38,8 +38,8 @@ AS_OF = timedelta(hours=3, minutes=50)
 
 class Command(BaseCommand):
     help = (
-        "Load a bundled scenario (default: a fleet's morning with several incidents) as it stood 3 h 50 min in, "
-        "and print the admin login."
+        "Load a bundled scenario (default: a fleet's morning with several incidents) as it stood "
+        "3 h 50 min in, and print the admin login."
     )
 
     def add_arguments(self, parser) -> None:
@@ -144,7 +144,8 @@ def process_pending() -> None:
 
 
 def replay_actions(path: Path, as_of: datetime) -> int:
-    """The scenario's human actions until `as_of`, as `import_actions` applies them; the number newly applied."""
+    """The scenario's human actions until `as_of`, as `import_actions` applies them; the number
+    newly applied."""
     applied = 0
     lines = [json.loads(raw) for raw in path.read_text().splitlines() if raw.strip()]
     for line in lines:
@@ -168,5 +169,5 @@ def quiet_task_logs():
     try:
         yield
     finally:
-        for logger, level in zip(loggers, levels):
+        for logger, level in zip(loggers, levels, strict=True):
             logger.setLevel(level)

@@ -12,7 +12,8 @@ from incidents.services.errors import RootlineError
 
 class Command(BaseCommand):
     help = (
-        "Apply human actions (one JSON object a line: {at, by, action, ...}) as their users, at their times. Idempotent. "
+        "Apply human actions (one JSON object a line: {at, by, action, ...}) as their users, at their "
+        "times. Idempotent. "
         "A line whose alerts are not imported yet is kept and applied once they are stored and correlated, "
         "or expires ROOTLINE_PENDING_ACTION_TTL_HOURS later; --pending lists the kept lines."
     )
@@ -81,7 +82,8 @@ class Command(BaseCommand):
         except AlertsNotThereYet as exc:
             action_line_keep_pending(line=line, source=where, waiting_for=exc.message)
             self.stderr.write(
-                f"{where}: pending: {exc.message}; kept, and applied once its alerts are stored and correlated"
+                f"{where}: pending: {exc.message}; kept, and applied once its alerts are stored and "
+                "correlated"
             )
             return "pending"
         except (ValueError, RootlineError) as exc:

@@ -12,8 +12,8 @@ from incidents.replay import pending_actions_apply
 
 class Command(BaseCommand):
     help = (
-        "Replay webhook bodies (one JSON body a line) as if delivered to an integration; then apply the actions "
-        "import_actions kept for alerts not stored yet, if theirs are now stored and correlated."
+        "Replay webhook bodies (one JSON body a line) as if delivered to an integration; then apply "
+        "the actions import_actions kept for alerts not stored yet, if theirs are now stored and correlated."
     )
 
     def add_arguments(self, parser) -> None:

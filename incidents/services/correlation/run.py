@@ -51,9 +51,9 @@ def correlation_run(*, key: str, since: datetime | None = None, keep_state: bool
     `keep_state` (the correlation worker's task), keep the key's engine state for the next run in
     this process; other callers (people's actions in a web process, `recorrelate`) leave none.
 
-    A worker's run takes at most `settings.CORRELATION_SLICE` new alerts, oldest first; when more wait, the worker
-    queues the key again behind the other keys of its shard (so one cluster's storm cannot hold
-    the others back), and an eager run (no broker) simply goes on."""
+    A worker's run takes at most `settings.CORRELATION_SLICE` new alerts, oldest first; when more
+    wait, the worker queues the key again behind the other keys of its shard (so one cluster's
+    storm cannot hold the others back), and an eager run (no broker) simply goes on."""
     cache.delete(pending_flag(key))
     started = time.perf_counter()
     touched: list[int] = []

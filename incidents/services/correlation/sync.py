@@ -360,7 +360,9 @@ def incident_title(
         or scope.get("namespace")
         or scope.get("cluster", "")
     )
-    alertnames = dict(zip(map(_KEY, engine_incident.members), map(_ALERTNAME, engine_incident.members)))
+    alertnames = dict(
+        zip(map(_KEY, engine_incident.members), map(_ALERTNAME, engine_incident.members), strict=True)
+    )
     names: list[str] = []
     for key in engine_incident.chain:
         name = alertnames.get(key)

@@ -1,0 +1,40 @@
+"""/metrics: the Prometheus text format prometheus_client writes, every family Rootline exports,
+open while ROOTLINE_METRICS_TOKEN is unset and only with that bearer token once it is set."""
+
+from __future__ import annotations
+
+import pytest
+from prometheus_client.parser import text_string_to_metric_families
+
+pytestmark = pytest.mark.django_db
+
+FAMILIES = {
+    "rootline_deliveries",
+    "rootline_alerts",
+    "rootline_delivery_truncated_alerts",
+    "rootline_delivery_truncated_bodies",
+    "rootline_integrations",
+    "rootline_ingest_waiting_deliveries",
+    "rootline_ingest_lag_seconds",
+    "rootline_correlation_waiting_alerts",
+    "rootline_correlation_lag_seconds",
+}
+
+
+def test_metrics_parse_as_prometheus_text_with_every_family(client, make_integration):
+    make_integration()
+    answer = client.get("/metrics")
+    assert answer.status_code == 200 and answer["Content-Type"].startswith("text/plain; version=")
+    families = {family.name: family for family in text_string_to_metric_families(answer.content.decode())}
+    assert set(families) == FAMILIES
+    assert all(family.type == "gauge" and family.documentation for family in families.values())
+    assert families["rootline_integrations"].samples[0].value == 1
+
+
+def test_a_metrics_token_closes_the_endpoint_to_scrapers_without_it(client, settings):
+    settings.METRICS_TOKEN = "scrape-me-9"
+    assert client.get("/metrics").status_code == 401
+    assert client.get("/metrics", HTTP_AUTHORIZATION="Bearer wrong").status_code == 401
+    assert client.get("/metrics", HTTP_AUTHORIZATION="Basic scrape-me-9").status_code == 401
+    answer = client.get("/metrics", HTTP_AUTHORIZATION="Bearer scrape-me-9")
+    assert answer.status_code == 200 and b"rootline_alerts" in answer.content
