@@ -7,7 +7,7 @@ from django.db import models
 try:
     import orjson
 except ImportError:  # pragma: no cover - optional speed-up
-    orjson = None
+    orjson = None  # type: ignore[assignment]
 
 
 class StringMapField(models.JSONField):

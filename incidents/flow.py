@@ -14,8 +14,10 @@ import time
 import zlib
 from collections import defaultdict
 from collections.abc import Callable, Iterable
+from typing import Any, cast
 
 from celery import current_app
+from celery.contrib.django.task import DjangoTask
 from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
@@ -31,9 +33,10 @@ COLLECT_EVIDENCE = "incidents.collect_evidence"
 COLLECT_EVIDENCE_EACH = "incidents.collect_evidence_each"
 
 
-def task(name: str):
-    """The registered task of that name (`incidents.tasks`, imported by the app's `ready()`)."""
-    return current_app.tasks[name]
+def task(name: str) -> DjangoTask[Any, Any]:
+    """The registered task of that name (`incidents.tasks`, imported by the app's `ready()`); under
+    Django, Celery makes every task a DjangoTask (`delay_on_commit`)."""
+    return cast(DjangoTask[Any, Any], current_app.tasks[name])
 
 
 # Deliveries ------------------------------------------------------------------------------

@@ -211,8 +211,8 @@ def action_body_for(line: dict) -> tuple[Incident, dict]:
     incident = alerts[0].incident
     if incident is None:
         raise ReplayError(f"alert {fingerprints[0]} at {line['at']} is in no incident")
-    while incident.merged_into_id:
-        incident = incident.merged_into
+    while (onward := incident.merged_into) is not None:
+        incident = onward
     if line["action"] == "assign" and isinstance(line.get("username"), str):
         actor_for({"by": line["username"]})  # the assignee exists wherever the replay runs
     if line["action"] in ("exclude_alert", "false_positive"):
@@ -230,8 +230,8 @@ def merge_target(line: dict, at: datetime) -> Incident:
     target = into.incident
     if target is None:
         raise ReplayError("into_fingerprint: that alert is in no incident")
-    while target.merged_into_id:
-        target = target.merged_into
+    while (onward := target.merged_into) is not None:
+        target = onward
     return target
 
 

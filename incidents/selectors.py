@@ -2,12 +2,25 @@
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass
 from datetime import UTC, datetime, timedelta
+from typing import Any
 
 from django.conf import settings
 from django.db import connection
-from django.db.models import Count, IntegerField, Max, Min, OuterRef, Prefetch, Q, Subquery, Sum
+from django.db.models import (
+    Count,
+    IntegerField,
+    Max,
+    Min,
+    OuterRef,
+    Prefetch,
+    Q,
+    QuerySet,
+    Subquery,
+    Sum,
+)
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
@@ -119,7 +132,8 @@ def backlog() -> Backlog:
         cursor.execute(f"SELECT count(*), min(waiting.received_at) FROM ({sql}) waiting", params)
         alerts, oldest = cursor.fetchone()
     if isinstance(oldest, str):  # SQLite hands a raw aggregate back as text, in UTC without an offset
-        oldest = parse_datetime(oldest).replace(tzinfo=UTC)
+        parsed = parse_datetime(oldest)
+        oldest = parsed.replace(tzinfo=UTC) if parsed else None
     return Backlog(
         deliveries=deliveries["n"],
         deliveries_lag=seconds_since(deliveries["oldest"], now),
@@ -144,7 +158,7 @@ def broker_status() -> str:
     return "ok" if settings.CELERY_BROKER_URL else "eager"
 
 
-def incidents_list(*, status: str = "open", since: datetime | None = None):
+def incidents_list(*, status: str = "open", since: datetime | None = None) -> QuerySet[Incident]:
     """The incidents API's list (and the triage queue): newest first, counts in one query."""
     incidents = (
         Incident.objects.visible()
@@ -175,7 +189,7 @@ def alert_count() -> Coalesce:
     return Coalesce(Subquery(counted, output_field=IntegerField()), 0)
 
 
-def chain_alerts(incidents) -> dict[int, Alert]:
+def chain_alerts(incidents: Iterable[Incident]) -> dict[int, Alert]:
     """The alerts named by these incidents' chains, in one query."""
     ids = {alert_id for incident in incidents for alert_id in incident.chain}
     return Alert.objects.in_bulk(list(ids)) if ids else {}
@@ -183,7 +197,9 @@ def chain_alerts(incidents) -> dict[int, Alert]:
 
 def incident_detail(incident_id: int, *, members: bool = True) -> Incident | None:
     """An incident with its root candidates, and (`members`) every alert and edge it holds."""
-    related = [Prefetch("root_candidates", queryset=RootCandidate.objects.order_by("rank"))]
+    related: list[Prefetch[Any, Any, Any] | str] = [
+        Prefetch("root_candidates", queryset=RootCandidate.objects.order_by("rank"))
+    ]
     if members:
         related += [Prefetch("alerts", queryset=Alert.objects.order_by("starts_at", "id")), "edges"]
     return (
@@ -195,12 +211,12 @@ def incident_detail(incident_id: int, *, members: bool = True) -> Incident | Non
     )
 
 
-def triage_page(*, status: str = "open", limit: int = 200) -> dict:
+def triage_page(*, status: str = "open", limit: int = 200) -> dict[str, Any]:
     incidents = list(incidents_list(status=status)[:limit])
     alerts = chain_alerts(incidents)
     for incident in incidents:
-        incident.chain_rows = [alerts[alert_id] for alert_id in incident.chain if alert_id in alerts]
-        incident.chain_names = list(dict.fromkeys(alert.alertname for alert in incident.chain_rows))
+        names = (alerts[alert_id].alertname for alert_id in incident.chain if alert_id in alerts)
+        incident.chain_names = list(dict.fromkeys(names))  # type: ignore[attr-defined]  # for the template
     return {
         "incidents": incidents,
         "status": status,
@@ -250,8 +266,8 @@ def incident_page(incident_id: int) -> dict | None:
         else [],
         "chain_steps": [step for step in steps if step["alert"]] if steps is not None else [],
         "alerts": members,
-        "alerts_not_shown": incident.alert_count - len(members),
-        "alerts_by_name": alerts_by_name(incident) if incident.alert_count >= SUMMARY_FROM else [],
+        "alerts_not_shown": annotated_alert_count(incident) - len(members),
+        "alerts_by_name": alerts_by_name(incident) if annotated_alert_count(incident) >= SUMMARY_FROM else [],
         "candidates": [(candidate, alerts.get(candidate.alert_id)) for candidate in candidates],
         "edges": [(edge, alerts.get(edge.cause_id), alerts.get(edge.effect_id)) for edge in edges],
         "edge_count": edge_count,
@@ -312,7 +328,13 @@ def status_counts() -> dict[str, int]:
     }
 
 
-def incidents_as_truth(*, since=None) -> dict:
+def annotated_alert_count(incident: Incident) -> int:
+    """The `alert_count` that `incident_detail`'s query annotates (not a field of the model)."""
+    count: int = incident.alert_count  # type: ignore[attr-defined]
+    return count
+
+
+def incidents_as_truth(*, since: datetime | None = None) -> dict[str, Any]:
     """Stored incidents in the simulator's truth.json shape, to score the app like the engine."""
     alerts = Alert.objects.all() if since is None else Alert.objects.filter(starts_at__gte=since)
     groups: dict[int, list[Alert]] = {}

@@ -29,6 +29,7 @@ import weakref
 import zlib
 from collections.abc import Sequence
 from datetime import datetime
+from typing import Any
 
 from django.db import connection, connections, models, router
 from django.db.backends.utils import CursorWrapper
@@ -36,15 +37,23 @@ from django.db.backends.utils import CursorWrapper
 BATCH = 5000
 
 
+def concrete_field(model: type[models.Model], name: str) -> models.Field[Any, Any]:
+    """The field of that name (or attname) that is a column of the model's table."""
+    field = model._meta.get_field(name)
+    if not isinstance(field, models.Field) or field.column is None:
+        raise TypeError(f"{model.__name__}.{name} is not a column")
+    return field
+
+
 def rows_update(model: type[models.Model], rows: Sequence[models.Model], fields: Sequence[str]) -> None:
     """Write `fields` (names or attnames) of `rows` by primary key."""
     if not rows:
         return
     if connection.vendor != "postgresql":
-        model.objects.bulk_update(rows, list(fields), batch_size=1000)
+        model._default_manager.bulk_update(rows, list(fields), batch_size=1000)
         return
     meta = model._meta
-    columns = [meta.get_field(name) for name in fields]
+    columns = [concrete_field(model, name) for name in fields]
     quote = connection.ops.quote_name
     names = ", ".join(quote(field.column) for field in columns)
     arrays = ", ".join(f"%s::{field.db_type(connection)}[]" for field in columns)
@@ -66,7 +75,7 @@ def rows_insert(model: type[models.Model], rows: Sequence[models.Model]) -> None
     if not rows:
         return
     if connection.vendor != "postgresql":
-        model.objects.bulk_create(rows, batch_size=1000)
+        model._default_manager.bulk_create(rows, batch_size=1000)
         return
     meta = model._meta
     columns = [field for field in meta.concrete_fields if not field.primary_key]
@@ -86,7 +95,7 @@ def rows_delete(model: type[models.Model], column: str, values: Sequence[int]) -
     if not values:
         return
     if connection.vendor != "postgresql":
-        model.objects.filter(**{f"{column}__in": list(values)}).delete()
+        model._default_manager.filter(**{f"{column}__in": list(values)}).delete()
         return
     quote = connection.ops.quote_name
     with connection.cursor() as cursor:
@@ -201,7 +210,7 @@ def body_cursor(db) -> CursorWrapper:
     bodies about a fifth of the PostgreSQL CPU and a third of the web CPU of an insert). Stored
     bodies read back the same whatever compressed them. Django's CursorWrapper keeps its error
     translation and execute wrappers."""
-    from django.db.backends.postgresql.base import ServerBindingCursor
+    from django.db.backends.postgresql.base import ServerBindingCursor  # type: ignore[attr-defined]
 
     db.ensure_connection()
     raw = db.connection
@@ -233,7 +242,7 @@ def count_ids(model: type[models.Model], column: str, ids: list[int]) -> int:
     """How many rows of `model` have `column` (an id column) among `ids`: one array parameter
     on PostgreSQL instead of a placeholder per id."""
     if connection.vendor != "postgresql":
-        return model.objects.filter(**{f"{column}__in": ids}).count()
+        return model._default_manager.filter(**{f"{column}__in": ids}).count()
     quote = connection.ops.quote_name
     with connection.cursor() as cursor:
         cursor.execute(
@@ -270,7 +279,7 @@ def copy_upsert(
     )
     temporary = f"rootline_upsert_{meta.db_table}_{zlib.crc32(columns.encode()):08x}"
     table = quote(meta.db_table)
-    keys = ", ".join(quote(meta.get_field(name).column) for name in unique)
+    keys = ", ".join(quote(concrete_field(model, name).column) for name in unique)
     statements = []
     with db.cursor() as cursor, db.wrap_database_errors:
         cursor.execute(
@@ -285,11 +294,11 @@ def copy_upsert(
                 for row in rows:
                     copy.write_row(row + tail)
         for batch, update_fields in statements:
-            update = [meta.get_field(name).column for name in update_fields]
+            update = [concrete_field(model, name).column for name in update_fields]
             compared = [
                 column
                 for column in update
-                if column not in {meta.get_field(name).column for name in not_compared}
+                if column not in {concrete_field(model, name).column for name in not_compared}
             ]
             sets = ", ".join(f"{quote(column)} = EXCLUDED.{quote(column)}" for column in update)
             stored = ", ".join(f"{table}.{quote(column)}" for column in compared)

@@ -166,7 +166,7 @@ def rate_limiter(integration: Integration):
         key = f"rootline:rate:{integration.pk}:{int(time.time())}"
         cache.add(key, 0, timeout=5)
         used = cache.incr(key, count)
-        if used - count > 0 and used > integration.rate_limit:
+        if integration.rate_limit is not None and used - count > 0 and used > integration.rate_limit:
             cache.decr(key, count)
             return False
         return True
@@ -229,12 +229,15 @@ def incident_page(request: HttpRequest, incident_id: int) -> HttpResponse:
 def incident_act_form(request: HttpRequest, incident_id: int) -> HttpResponse:
     """The incident page's buttons and forms: the same service as the API."""
     incident = get_object_or_404(Incident, pk=incident_id)
-    body = {key: value for key, value in request.POST.items() if key != "csrfmiddlewaretoken" and value != ""}
+    body: dict[str, str | int] = {
+        key: str(value) for key, value in request.POST.items() if key != "csrfmiddlewaretoken" and value != ""
+    }
     for key in ("alert_id", "into"):
         # ASCII digits only: "²" and "٣" are digits to str.isdigit, and int() refuses the first
         # and any number over 4,300 digits; what stays text is refused by the action as not an id.
-        if key in body and body[key].isascii() and body[key].isdigit() and len(body[key]) <= 30:
-            body[key] = int(body[key])
+        value = body.get(key)
+        if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 30:
+            body[key] = int(value)
     try:
         outcome = incident_act_on_body(
             incident=incident, user=acting_user(request.user), via=AuditRecord.Via.PAGE, body=body
@@ -242,5 +245,5 @@ def incident_act_form(request: HttpRequest, incident_id: int) -> HttpResponse:
     except RootlineError as exc:
         messages.error(request, exc.message)
         return redirect("incident", incident_id=incident.pk)
-    messages.success(request, f"{body.get('action', '').replace('_', ' ')} recorded")
+    messages.success(request, f"{str(body.get('action', '')).replace('_', ' ')} recorded")
     return redirect("incident", incident_id=outcome.incidents[0].pk)

@@ -12,13 +12,16 @@ from __future__ import annotations
 
 import datetime
 
-from psycopg import adapters, postgres
+from psycopg import abc, adapters, postgres
 from psycopg.adapt import Loader
 from psycopg.pq import Format
 
 TIMESTAMPTZ_OID = postgres.types["timestamptz"].oid
 # psycopg's own loader: a C class with psycopg[binary] or psycopg[c], else its Python one.
-PSYCOPG_LOADER = adapters.get_loader(TIMESTAMPTZ_OID, Format.TEXT)
+_LOADER = adapters.get_loader(TIMESTAMPTZ_OID, Format.TEXT)
+if _LOADER is None:  # pragma: no cover - psycopg always registers one for timestamptz
+    raise ImportError("psycopg has no timestamptz loader")
+PSYCOPG_LOADER: type[abc.Loader] = _LOADER
 
 
 class UtcTimestamptzLoader(Loader):
@@ -30,7 +33,7 @@ class UtcTimestamptzLoader(Loader):
     def __init__(self, oid: int, context=None) -> None:
         super().__init__(oid, context)
         self._loader = PSYCOPG_LOADER(oid, context)
-        self.load = self._loader.load  # the C method itself: no Python frame per value
+        self.load = self._loader.load  # type: ignore[method-assign]  # the C method: no Python frame per value
 
     def load(self, data):  # Loader declares it; each instance's attribute above answers instead
         return self._loader.load(data)

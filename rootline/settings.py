@@ -142,7 +142,7 @@ TEMPLATES = [
 ]
 
 
-def sqlite_database(path: Path) -> dict:
+def sqlite_database(path: Path) -> dj_database_url.DBConfig:
     """SQLite tuned so that parallel deliveries queue instead of failing with 'database is locked':
     WAL lets readers run beside the writer, IMMEDIATE takes the write lock at BEGIN (no upgrade
     deadlock), and the busy timeout makes a second writer wait."""

@@ -101,7 +101,9 @@ def webhook_application(environ, start_response, kind: str, integration_id: int)
             good_hosts.add(host)
     connection = connections[DEFAULT_DB_ALIAS]
     connection.close_if_unusable_or_obsolete()  # what close_old_connections does per request
-    connection.health_check_done = True  # no SELECT 1: the view retries a dropped connection once
+    # No SELECT 1: the view retries a dropped connection once. Django's own flag, set as
+    # close_old_connections' health check would.
+    connection.health_check_done = True  # type: ignore[attr-defined]
     try:
         response = security.process_request(request) or never_cached(
             views.webhook_answer(request, kind, integration_id)

@@ -12,7 +12,7 @@ from django.core.exceptions import RequestDataTooBig
 from django.http import QueryDict
 from rest_framework.exceptions import ValidationError
 from rest_framework.response import Response
-from rest_framework.views import exception_handler
+from rest_framework.views import APIView, exception_handler
 
 ALWAYS_ALLOWED = frozenset({"format"})  # DRF's format override (`?format=json`)
 
@@ -71,7 +71,7 @@ def shown(text: str) -> str:
     return repr(text[:60]) if len(text) > 60 or not text.isprintable() else text
 
 
-class ApiErrors:
+class ApiErrors(APIView):
     """Mixed into every API view: the contract's error shape, and `query_params` (the parameters
     the view reads) checked after authentication, so that an anonymous client gets its 401 first."""
 

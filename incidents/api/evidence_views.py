@@ -23,7 +23,8 @@ class TimelineItemSerializer(serializers.Serializer):
     layer = serializers.CharField()
     title = serializers.CharField()
     detail = serializers.CharField()
-    source = serializers.CharField()
+    # A field named like DRF's Field.source attribute: the serializer's metaclass takes it as a field.
+    source = serializers.CharField()  # type: ignore[assignment]
     signal = serializers.CharField(required=False, help_text="threshold items: the catalog band")
     band = serializers.ChoiceField(
         ["green", "yellow", "red"], required=False, help_text="threshold items: the band entered"

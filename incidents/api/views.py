@@ -111,7 +111,7 @@ class IncidentList(ApiErrors, generics.ListAPIView):
         return selectors.incidents_list(status=status, since=since_param(self.request.query_params))
 
     def list(self, request: Request, *args, **kwargs) -> Response:
-        page = self.paginate_queryset(self.get_queryset())
+        page = self.paginate_queryset(self.get_queryset()) or []
         context = {**self.get_serializer_context(), "chain_alerts": selectors.chain_alerts(page)}
         return self.get_paginated_response(IncidentSerializer(page, many=True, context=context).data)
 

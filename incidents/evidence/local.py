@@ -244,12 +244,12 @@ class LocalSource:
     def _quantiles(self, query: q.EvidenceQuery, steps, start, end) -> list[RangeSeries]:
         buckets = self._summed(query.metric + "_bucket", query, steps, start, end, extra=("le",))
         groups: dict[tuple, list[tuple[float, dict[float, float]]]] = defaultdict(list)
-        for key, points in buckets.items():
+        for key, bucket_points in buckets.items():
             labels = dict(key)
             le = labels.pop("le", None)
             if le is None:
                 continue
-            groups[tuple(sorted(labels.items()))].append((float(le), points))
+            groups[tuple(sorted(labels.items()))].append((float(le), bucket_points))
         out = []
         for key, per_bucket in groups.items():
             points = []

@@ -203,8 +203,15 @@ class EvidenceQuery:
 
 
 def incident_scope(alert_labels: Iterable[dict[str, str]]) -> Scope:
-    namespaces, pods, deployments, models, nodes = set(), set(), set(), set(), set()
-    instances, mountpoints, claims, filesystem_nodes = set(), set(), set(), set()
+    namespaces: set[str] = set()
+    pods: set[str] = set()
+    deployments: set[str] = set()
+    models: set[str] = set()
+    nodes: set[str] = set()
+    instances: set[str] = set()
+    mountpoints: set[str] = set()
+    claims: set[str] = set()
+    filesystem_nodes: set[str] = set()
     for labels in alert_labels:
         place = scope_of(labels)
         for bucket, value in (
@@ -403,7 +410,7 @@ def scoped_matchers(scope: Scope, metric: str, level: str) -> list[tuple[Matcher
     pods = scope.pod_regex()
     nodes = "|".join(regex_escape(n) for n in sorted(scope.nodes))
     if level == "gpu":
-        out = []
+        out: list[tuple[Matcher, ...]] = []
         if pods:
             out += [(("pod", "=~", pods),), (("exported_pod", "=~", pods),)]
         if nodes:

@@ -16,7 +16,7 @@ from datetime import datetime, timedelta
 
 from django.core.cache import cache
 from django.db import DatabaseError, IntegrityError, transaction
-from django.db.models import F
+from django.db.models import F, QuerySet
 from django.utils import timezone
 
 from correlate.ingest import ParsedAlert, PayloadError, parser_for
@@ -210,7 +210,7 @@ def deliveries_drain(*, limit: int = DRAIN_BATCH, max_seconds: float = DRAIN_MAX
             return total
 
 
-def pending_deliveries(limit: int):
+def pending_deliveries(limit: int) -> QuerySet[Delivery]:
     return Delivery.objects.filter(status=Delivery.Status.PENDING, attempts__lt=DRAIN_MAX_ATTEMPTS).order_by(
         "id"
     )[:limit]

@@ -70,8 +70,11 @@ class _Answer:
     errors: list[str]
 
 
-def incidents_overlapping(start: datetime, end: datetime) -> list[int]:
-    """Incidents whose evidence window meets [start, end] (after an import of that span)."""
+def incidents_overlapping(start: datetime | None, end: datetime | None) -> list[int]:
+    """Incidents whose evidence window meets [start, end] (after an import of that span; none
+    when the import held no sample)."""
+    if start is None or end is None:
+        return []
     return list(
         Incident.objects.visible()
         .filter(started_at__lte=end + BEFORE_FIRST_ALERT)

@@ -254,8 +254,8 @@ def act(
         return outcome
 
 
-def rfc3339(moment: datetime) -> str:
-    return moment.isoformat().replace("+00:00", "Z")
+def rfc3339(moment: datetime | None) -> str:
+    return moment.isoformat().replace("+00:00", "Z") if moment else "an unknown time"
 
 
 def not_in_the_future(moment: datetime) -> None:

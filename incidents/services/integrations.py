@@ -12,6 +12,7 @@ from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, User
 from django.db import IntegrityError, connections, router, transaction
+from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models.signals import post_delete, post_save
 from rest_framework.authtoken.models import Token
 
@@ -19,8 +20,9 @@ from incidents.models import AuditRecord, Integration, storable_id, token_digest
 from incidents.services.audit import audit_record
 from incidents.services.errors import RootlineError
 from incidents.services.roles import ROLES
+from incidents.sql import concrete_field
 
-NAME_MAX = Integration._meta.get_field("name").max_length
+NAME_MAX: int = concrete_field(Integration, "name").max_length or 200
 
 
 def integration_add(
@@ -155,15 +157,19 @@ def integration_webhook_fields() -> list[str]:
     ]
 
 
-def integration_active_sql(connection) -> str:
+def integration_active_sql(connection: BaseDatabaseWrapper) -> str:
     meta = Integration._meta
     quote = connection.ops.quote_name
+
+    def column(name: str) -> str:
+        return quote(concrete_field(Integration, name).column)
+
     return "SELECT {} FROM {} WHERE {} = %s AND {} = %s AND {}".format(
-        ", ".join(quote(meta.get_field(name).column) for name in integration_webhook_fields()),
+        ", ".join(column(name) for name in integration_webhook_fields()),
         quote(meta.db_table),
-        quote(meta.pk.column),
-        quote(meta.get_field("kind").column),
-        quote(meta.get_field("is_active").column),
+        column(meta.pk.name),
+        column("kind"),
+        column("is_active"),
     )
 
 
@@ -174,7 +180,7 @@ def roles_ensure() -> None:
 
 def api_token_issue(*, username: str, create_user: bool = False) -> str:
     User = get_user_model()
-    limit = User._meta.get_field(User.USERNAME_FIELD).max_length
+    limit = concrete_field(User, User.USERNAME_FIELD).max_length or 150
     if not username.strip() or len(username) > limit or not username.isprintable():
         raise RootlineError(f"username: expected at most {limit} printable characters, got {username[:60]!r}")
     user = User.objects.filter(username=username).first()

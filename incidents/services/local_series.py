@@ -45,9 +45,9 @@ def local_series_import(*, path: Path | str) -> ImportResult:
         parsed = parse_openmetrics(handle)
     result = ImportResult(series=len(parsed), samples=sum(len(points) for points in parsed.values()))
     by_metric: dict[str, dict[str, tuple[dict[str, str], dict[float, float]]]] = defaultdict(dict)
-    for (name, labels), points in parsed.items():
-        as_dict = dict(labels)
-        by_metric[name][labels_key(as_dict)] = (as_dict, points)
+    for (name, label_pairs), samples in parsed.items():
+        as_dict = dict(label_pairs)
+        by_metric[name][labels_key(as_dict)] = (as_dict, samples)
     first, last = math.inf, -math.inf
     with transaction.atomic():
         for metric, incoming in by_metric.items():

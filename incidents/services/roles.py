@@ -12,19 +12,20 @@ ROLES = ("viewer", "responder", "author", "admin")
 ROLE_RANK = {role: rank for rank, role in enumerate(ROLES)}
 
 
-def role_of(user: AbstractBaseUser) -> str:
+def role_of(user: User | AnonymousUser | AbstractBaseUser) -> str:
     """A superuser is an admin; a user in no group is a viewer."""
     if getattr(user, "is_superuser", False):
         return "admin"
-    names = set(user.groups.values_list("name", flat=True)) if user.pk else set()
+    groups = getattr(user, "groups", None)
+    names = set(groups.values_list("name", flat=True)) if user.pk and groups is not None else set()
     return max(names & set(ROLE_RANK), key=ROLE_RANK.__getitem__, default="viewer")
 
 
-def has_role(user: AbstractBaseUser, role: str) -> bool:
+def has_role(user: User | AnonymousUser | AbstractBaseUser, role: str) -> bool:
     return ROLE_RANK[role_of(user)] >= ROLE_RANK[role]
 
 
-def require_role(user: AbstractBaseUser, role: str) -> None:
+def require_role(user: User | AnonymousUser | AbstractBaseUser, role: str) -> None:
     if not has_role(user, role):
         raise forbidden(f"this needs the {role} role; {user.get_username() or 'you'} is a {role_of(user)}")
 

@@ -121,8 +121,16 @@ def sent_by(body: dict, as_of: datetime) -> bool:
             alert["endsAt"] if alert["status"] == "resolved" else alert["startsAt"]
             for alert in body["alerts"]
         )
-        return max(parse_time(moment, "at") for moment in news) <= as_of
-    return parse_time(body["payload"]["timestamp"], "timestamp") <= as_of
+        return max(moment_of(moment, "at") for moment in news) <= as_of
+    return moment_of(body["payload"]["timestamp"], "timestamp") <= as_of
+
+
+def moment_of(text: str, field: str) -> datetime:
+    """A time the simulator wrote (never Go's zero time, which `parse_time` reads as None)."""
+    moment = parse_time(text, field)
+    if moment is None:
+        raise RootlineError(f"{field}: the scenario wrote Go's zero time")
+    return moment
 
 
 def samples_until(path: Path, as_of: datetime) -> Path:
@@ -149,7 +157,7 @@ def replay_actions(path: Path, as_of: datetime) -> int:
     applied = 0
     lines = [json.loads(raw) for raw in path.read_text().splitlines() if raw.strip()]
     for line in lines:
-        if parse_time(line["at"], "at") > as_of:
+        if moment_of(line["at"], "at") > as_of:
             continue
         try:
             applied += action_line_apply(line=line) == "applied"

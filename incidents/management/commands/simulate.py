@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from typing import Any
+
 from django.core.management.base import BaseCommand, CommandError, CommandParser
 
 from correlate import simulator
@@ -17,7 +19,7 @@ class Command(BaseCommand):
         parser.add_argument("--seed", type=int, default=1)
         parser.add_argument("--out", help="output directory (created if missing)")
 
-    def handle(self, *args: object, **options: object) -> None:
+    def handle(self, *args: Any, **options: Any) -> None:
         if options["list"]:
             for name in simulator.scenario_names():
                 self.stdout.write(f"{name}\t{simulator.describe(name)}")

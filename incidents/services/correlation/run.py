@@ -14,12 +14,13 @@ import logging
 import time
 import uuid
 import zlib
+from collections.abc import Mapping
 from datetime import datetime, timedelta
 
 from django.conf import settings
 from django.core.cache import cache
 from django.db import connection, transaction
-from django.db.models import F, Min, Q
+from django.db.models import F, Min, Q, QuerySet
 
 from correlate.catalog import Catalog
 from correlate.engine import Correlator
@@ -86,11 +87,12 @@ def correlation_slice(*, key: str, since: datetime | None, keep_state: bool) -> 
             with transaction.atomic():
                 previous_token, token = lock_key(key)
                 reason = "a batch run" if since is not None else stale_reason(kept, previous_token, current)
-                touched, state = (None, None)
+                touched: list[int] | None = None
+                state: KeyState | None = None
                 limit = settings.CORRELATION_SLICE if keep_state and since is None else None
-                if reason is None:
+                if reason is None and kept is not None:
                     touched, state, reason, more = delta_run(key, kept, current, limit)
-                if state is None:
+                if state is None or touched is None:
                     touched, state, more = window_run(key, since, current, limit)
                 evidence_enqueue_for_changes(
                     touched
@@ -199,7 +201,7 @@ def delta_run(
     return touched, state, None, more
 
 
-def still_stored(previous: dict[int, set[str]]) -> bool:
+def still_stored(previous: Mapping[int, set[str]]) -> bool:
     """The stored incidents a delta run is about to read and write are all still in the
     database, each with as many alerts as the kept state holds in it: alerts or incidents
     deleted by hand (the admin, a shell) make the kept state stale. The other rows it writes are
@@ -216,7 +218,7 @@ def still_stored(previous: dict[int, set[str]]) -> bool:
     )
 
 
-def oldest_first(pending, limit: int | None) -> tuple[list, bool]:
+def oldest_first(pending: QuerySet[Alert], limit: int | None) -> tuple[list[Alert], bool]:
     """The first `limit` of `pending` in arrival order, and whether more wait."""
     if limit is None:
         return list(pending), False
@@ -230,7 +232,7 @@ def window_run(
     """Recompute the key's window from the database (with `limit`, around only the oldest `limit`
     uncorrelated alerts); the engine state it builds is kept. Returns whether more wait."""
     since, rows, more = window_alerts(key, since=since, span=lookback(current), limit=limit)
-    if not rows:
+    if not rows or since is None:
         return [], None, False
     decisions = list(Decision.objects.filter(correlation_key=key))
     correlator = Correlator(current, [engine_decision(d) for d in decisions])

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import threading
 from collections import Counter, OrderedDict, defaultdict
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from datetime import datetime, timedelta
 from operator import attrgetter
@@ -115,7 +116,7 @@ class KeyState:
         ranked = {incident.id for incident in due}
         return [incident for incident in changed if incident.id not in ranked] + due
 
-    def note_ranked(self, incident_ids, now: float | None = None) -> None:
+    def note_ranked(self, incident_ids: Iterable[str], now: float | None = None) -> None:
         """These incidents were ranked just now (by the window run that built this state)."""
         now = monotonic() if now is None else now
         self.ranked_at.update(dict.fromkeys(incident_ids, now))
@@ -202,9 +203,9 @@ class KeyState:
             pending = []
             for key in outside:
                 if key not in in_result:
-                    incident = self.correlator.incident_of(key)
-                    if incident is not None and incident.id not in incidents:
-                        pending.append(incident)
+                    holder = self.correlator.incident_of(key)
+                    if holder is not None and holder.id not in incidents:
+                        pending.append(holder)
             outside = []
         scope.previous = {
             incident_id: self.members[incident_id]

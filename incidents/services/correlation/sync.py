@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from itertools import compress
 from operator import attrgetter, is_, methodcaller, not_
+from typing import Any
 
 from django.utils import timezone
 
@@ -198,7 +199,7 @@ def assign_identities(result: list[EngineIncident], scope: SyncScope, key: str) 
             "pk", flat=True
         )
     )
-    overlaps = []
+    overlaps: list[list[Any]] = []
     for engine_incident in result:
         # Counted once per member (`SyncScope.overlap`): a storm's run holds incidents of
         # thousands of alerts, and intersecting each with every stored incident cost incidents x
@@ -249,7 +250,7 @@ def split_off_parts(result: list[EngineIncident], key: str) -> set[str]:
 
 
 def incident_changes(
-    incident: Incident, engine_incident: EngineIncident, members: list[Alert], by_key: dict[str, Alert]
+    incident: Incident, engine_incident: EngineIncident, members: list[Alert], by_key: Mapping[str, Alert]
 ) -> list[str]:
     """Set on `incident` what the engine's answer changes; returns the names of the fields changed."""
     values = {
@@ -331,7 +332,7 @@ class IncidentSaves:
             rows_update(Incident, incidents, [*fields, "updated_at"])
 
 
-def incident_details(engine_incident: EngineIncident, first: Alert, by_key: dict[str, Alert]) -> dict:
+def incident_details(engine_incident: EngineIncident, first: Alert, by_key: Mapping[str, Alert]) -> dict:
     """What ranking and the members' places give an incident: scope, layers, root, chain, title."""
     root = engine_incident.root
     root_row = by_key.get(root.alert_key) if root else None
@@ -421,7 +422,7 @@ class DetailWrites:
         self,
         incident: Incident,
         engine_incident: EngineIncident,
-        by_key: dict[str, Alert],
+        by_key: Mapping[str, Alert],
         stored: list[tuple],
     ) -> bool:
         """Drop the stored edges the engine no longer gives and add the new ones (`stored` rows
@@ -434,8 +435,8 @@ class DetailWrites:
         }
         kept: set[tuple] = set()
         gone = []
-        for edge_id, *edge in stored:
-            edge = tuple(edge)
+        for edge_id, *columns in stored:
+            edge = tuple(columns)
             if edge in wanted and edge not in kept:
                 kept.add(edge)
             else:
@@ -454,7 +455,7 @@ class DetailWrites:
         self,
         incident: Incident,
         engine_incident: EngineIncident,
-        by_key: dict[str, Alert],
+        by_key: Mapping[str, Alert],
         stored: list[tuple],
     ) -> bool:
         wanted = [
