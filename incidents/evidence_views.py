@@ -15,6 +15,7 @@ import plotly.graph_objects as go
 from django.contrib.auth.decorators import login_required
 from django.http import FileResponse, Http404, HttpRequest, HttpResponse
 from django.shortcuts import render
+from django.utils import timezone
 from django.views.decorators.cache import cache_control
 from django.views.decorators.http import require_GET
 
@@ -42,7 +43,13 @@ EVENT_STYLE = {
 
 
 def _when(seconds: float) -> datetime:
-    return datetime.fromtimestamp(seconds, tz=UTC)
+    return _wall_clock(datetime.fromtimestamp(seconds, tz=UTC))
+
+
+def _wall_clock(moment: datetime) -> datetime:
+    """The moment as the page's time zone reads it, without an offset: Plotly draws the wall time
+    it is given and drops any offset."""
+    return timezone.localtime(moment).replace(tzinfo=None)
 
 
 def _band_shapes(band: Band, low: float, high: float) -> list[dict[str, Any]]:
@@ -110,7 +117,7 @@ def signal_figure(signal: str, series: list[Series], band: Band | None, events: 
     if events:
         figure.add_trace(
             go.Scatter(
-                x=[e.at for e in events],
+                x=[_wall_clock(e.at) for e in events],
                 y=[high - pad / 2] * len(events),
                 mode="markers",
                 name="events",
@@ -119,7 +126,7 @@ def signal_figure(signal: str, series: list[Series], band: Band | None, events: 
                     "symbol": [EVENT_STYLE.get(e.kind, ("#333", "circle"))[1] for e in events],
                     "size": 10,
                 },
-                text=[plotly_text(f"{e.at:%H:%M:%S} {e.title}") for e in events],
+                text=[plotly_text(f"{_wall_clock(e.at):%H:%M:%S} {e.title}") for e in events],
                 hoverinfo="text",
                 meta={"events": True},
             )
@@ -132,6 +139,7 @@ def signal_figure(signal: str, series: list[Series], band: Band | None, events: 
         margin={"l": 60, "r": 20, "t": 40, "b": 40},
         shapes=_band_shapes(band, low, high) if band else [],
         yaxis=value_axis(signal, low, high),
+        xaxis={"title": {"text": f"time ({timezone.get_current_timezone_name()})", "font": {"size": 11}}},
         legend={"orientation": "h", "y": -0.2},
         template="plotly_white",
         meta={"signal": signal, "band": band.name if band else None},

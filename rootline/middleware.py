@@ -2,7 +2,13 @@
 
 from __future__ import annotations
 
+import zoneinfo
+
+from django.contrib.auth.models import User
 from django.http import HttpRequest, HttpResponse, HttpResponseBadRequest
+from django.utils import timezone
+
+from incidents.services.people import time_zone_names, time_zone_of
 
 
 class NulQueryMiddleware:
@@ -22,3 +28,31 @@ class NulQueryMiddleware:
                 "query string: contains a NUL byte", content_type="text/plain; charset=utf-8"
             )
         return self.get_response(request)
+
+
+class TimeZoneMiddleware:
+    """Pages show times in the signed-in person's time zone (UTC unless they set theirs): read
+    from their profile once a session, kept in the session after that. The API, the webhooks and
+    exports answer in UTC whoever asks."""
+
+    SESSION_KEY = "rootline_time_zone"
+
+    def __init__(self, get_response) -> None:
+        self.get_response = get_response
+
+    def __call__(self, request: HttpRequest) -> HttpResponse:
+        name = "UTC"
+        if (
+            not request.path_info.startswith(("/api/", "/hooks/"))
+            and request.user.is_authenticated
+            and isinstance(request.user, User)
+        ):
+            name = request.session.get(self.SESSION_KEY) or ""
+            if name not in time_zone_names():
+                name = time_zone_of(request.user)
+                request.session[self.SESSION_KEY] = name
+        timezone.activate(zoneinfo.ZoneInfo(name))
+        try:
+            return self.get_response(request)
+        finally:
+            timezone.deactivate()

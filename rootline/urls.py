@@ -3,7 +3,7 @@
 from django.contrib import admin
 from django.urls import include, path, re_path
 
-from incidents import evidence_views, runbooks, views
+from incidents import account_views, evidence_views, runbooks, views
 from incidents.api import urls as api_urls
 from incidents.api.views import no_such_route
 
@@ -11,6 +11,7 @@ urlpatterns = [
     path("hooks/<str:kind>/<int:integration_id>/", views.webhook, name="webhook"),
     path("api/v1/", include(api_urls)),
     re_path(r"^api/", no_such_route, name="api-no-such-route"),  # after every API route: a JSON 404
+    path("accounts/profile/", account_views.profile_page, name="profile"),
     path("accounts/", include("django.contrib.auth.urls")),
     path("admin/", admin.site.urls),
     path("healthz", views.healthz, name="healthz"),

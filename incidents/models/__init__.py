@@ -1,6 +1,7 @@
 """Rootline's rows, one module per room: `ingest` (integrations, deliveries, alerts), `incidents`
 (incidents, their edges, candidates, actions and decisions), `evidence` (series, gaps, the
-root-cause matrix), `audit` (every change a person made)."""
+root-cause matrix), `audit` (every change a person made), `people` (what a person sets for
+themselves)."""
 
 from incidents.models.audit import AuditRecord
 from incidents.models.evidence import EvidenceGap, EvidenceSeries, LocalSeries, MatrixCell
@@ -24,6 +25,7 @@ from incidents.models.ingest import (
     storable_id,
     token_digest,
 )
+from incidents.models.people import Profile
 
 __all__ = [
     "Alert",
@@ -43,6 +45,7 @@ __all__ = [
     "MatrixCell",
     "PendingAction",
     "PendingActionQuerySet",
+    "Profile",
     "RootCandidate",
     "place_named",
     "storable_id",

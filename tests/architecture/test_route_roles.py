@@ -49,6 +49,7 @@ ROUTES: dict[tuple[str, str], str] = {
     ("api-audit", "GET"): "admin",
     ("api-schema", "GET"): "viewer",
     ("api-no-such-route", "GET"): "public",  # a JSON 404 for a path no API route names
+    ("profile", "GET"): "viewer",
     ("login", "GET"): "public",
     ("logout", "POST"): "public",
     ("password_change", "GET"): "viewer",
@@ -174,6 +175,7 @@ def requests_for(incident: Incident, integration_id: int) -> dict[tuple[str, str
         ("api-audit", "GET"): ("/api/v1/audit/", {}),
         ("api-schema", "GET"): ("/api/v1/schema/", {}),
         ("api-no-such-route", "GET"): ("/api/v1/nope/", {}),
+        ("profile", "GET"): ("/accounts/profile/", {}),
         ("login", "GET"): ("/accounts/login/", {}),
         ("logout", "POST"): ("/accounts/logout/", {}),
         ("password_change", "GET"): ("/accounts/password_change/", {}),
