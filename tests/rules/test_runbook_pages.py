@@ -55,7 +55,8 @@ def test_markdown_is_rendered_without_raw_html():
     html = str(
         markdown_to_html(
             "# Title <b>x</b>\n\nText with <script>alert(1)</script> and **bold** and `a<b`.\n\n"
-            '- [safe](https://example.com/x)\n- [bad](javascript:alert(1))\n\n```promql\nup{job="<x>"} == 0\n```\n'
+            "- [safe](https://example.com/x)\n- [bad](javascript:alert(1))\n\n"
+            '```promql\nup{job="<x>"} == 0\n```\n'
         )
     )
     assert "<script>" not in html and "<b>" not in html
