@@ -1,4 +1,5 @@
-"""(Copied from the shared testbed, ../shared/testbed/gen_openmetrics.py, so the tests stand alone.)
+"""(Copied from the shared testbed's gen_openmetrics.py, so the tests stand alone, and kept here
+rather than in testbed/: see testbed/README.md. Reformatted and lint-fixed since.)
 
 Generate OpenMetrics text for a synthetic LLM-serving incident (for promtool backfill).
 
