@@ -153,6 +153,21 @@ def deliver(post_hook, django_capture_on_commit_callbacks):
 
 
 @pytest.fixture
+def wsgi(settings, monkeypatch):
+    """rootline.wsgi, both handlers for real, as gunicorn calls them: outside a test transaction
+    (they manage the connection per request, as Django's request signals do), deliveries left
+    pending. Used by tests/ingest/test_fast_paths.py and tests/incidents/test_hostile_inputs.py."""
+    from incidents import flow
+    from rootline import wsgi
+
+    assert wsgi.LEAN, "the short webhook path is off: MIDDLEWARE changed?"
+    settings.ROOTLINE_INGEST_DRAIN = True
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    monkeypatch.setattr(flow, "DRAIN_SIGNALS", flow.DrainSignals(send=lambda: None))
+    return wsgi
+
+
+@pytest.fixture
 def start_workers(transactional_db):
     """Start real Celery workers (separate processes) on the configured broker and the test
     database; all are stopped at the end of the test."""
@@ -163,7 +178,8 @@ def start_workers(transactional_db):
     database = connection.settings_dict
     env = {
         **os.environ,
-        "DATABASE_URL": f"postgres://{database['USER']}@{database['HOST'] or '127.0.0.1'}:{database['PORT'] or 5432}/{database['NAME']}",
+        "DATABASE_URL": f"postgres://{database['USER']}@{database['HOST'] or '127.0.0.1'}"
+        f":{database['PORT'] or 5432}/{database['NAME']}",
         "CELERY_BROKER_URL": broker,
         "ROOTLINE_SECRET_KEY": "test-worker",
         "ROOTLINE_DATA_DIR": str(ROOT / "var" / "test-worker"),

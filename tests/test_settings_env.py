@@ -12,8 +12,10 @@ ROOT = Path(__file__).resolve().parent.parent
 PROBE = (
     "import json, django; from django.conf import settings; django.setup();"
     "db = settings.DATABASES['default'];"
-    "print(json.dumps({'engine': db['ENGINE'], 'name': str(db['NAME']), 'eager': settings.CELERY_TASK_ALWAYS_EAGER,"
-    "'debug': settings.DEBUG, 'max_body': settings.MAX_BODY, 'ssl_redirect': getattr(settings, 'SECURE_SSL_REDIRECT', False),"
+    "print(json.dumps({'engine': db['ENGINE'], 'name': str(db['NAME']), "
+    "'eager': settings.CELERY_TASK_ALWAYS_EAGER,"
+    "'debug': settings.DEBUG, 'max_body': settings.MAX_BODY, "
+    "'ssl_redirect': getattr(settings, 'SECURE_SSL_REDIRECT', False),"
     "'options': {k: str(v) for k, v in db.get('OPTIONS', {}).items()}}))"
 )
 ROOTLINE_VARS = (

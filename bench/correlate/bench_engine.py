@@ -1,7 +1,7 @@
 """Correlation engine benchmark: a synthetic day of alerts through the batch and incremental APIs.
 
-Usage: .venv/bin/python bench/correlate/bench_engine.py [--alerts 100000] [--clusters 20] [--hours 24] [--seed 7]
-           [--repeat 3] [--gc-freeze-every 0] [--processes 1]
+Usage: .venv/bin/python bench/correlate/bench_engine.py [--alerts 100000] [--clusters 20] [--hours 24]
+           [--seed 7] [--repeat 3] [--gc-freeze-every 0] [--processes 1]
 
 The stream mixes cascades (fragmentation -> OOM -> crash loop -> queueing -> TTFT, GPU Xid ->
 crash -> target down, preemption -> ITL/TPOT, hot replica -> queueing) with unrelated noise on

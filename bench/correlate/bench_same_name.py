@@ -1,7 +1,7 @@
 """One alert over every pod of a big workload at once: the engine fed in batches, as a worker is.
 
-Usage: .venv/bin/python bench/correlate/bench_same_name.py [--name GPUMemoryHigh] [--alerts 3000] [--batch 100]
-           [--nodes] [--seconds 60]
+Usage: .venv/bin/python bench/correlate/bench_same_name.py [--name GPUMemoryHigh] [--alerts 3000]
+           [--batch 100] [--nodes] [--seconds 60]
 
 A fleet-wide symptom (every replica's GPU memory high, every target down when a scrape breaks)
 puts thousands of alerts of one failure mode into one workload's bucket within a minute. Each

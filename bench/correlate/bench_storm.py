@@ -1,7 +1,8 @@
 """Correlation engine under an alert storm: one cluster's dense window, batch and fed in batches.
 
 Usage: .venv/bin/python bench/correlate/bench_storm.py [--rate 5000] [--seconds 25] [--clusters 20]
-           [--body 100] [--seed 7] [--batch 100] [--only 0] [--skip-batch] [--gc-freeze] [--gc-pause] [--verbose]
+           [--body 100] [--seed 7] [--batch 100] [--only 0] [--skip-batch] [--gc-freeze] [--gc-pause]
+           [--verbose]
 
 The storm is end_to_end.py's own (`build_storm`: cascades over `--body` pods at a time, waves
 overlapping, plus noise, as Alertmanager groups them), its webhook bodies turned into engine
@@ -97,7 +98,7 @@ def run_incremental(
         chunk = alerts[start : start + size]
         if pause:
             gc.disable()
-        _, wall, cpu = timed(lambda: correlator.add_many(chunk))
+        _, wall, cpu = timed(lambda chunk=chunk: correlator.add_many(chunk))
         if pause:
             gc.enable()
         walls.append(wall)

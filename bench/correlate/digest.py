@@ -28,7 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(ROOT))
 sys.path.insert(0, str(ROOT / "bench" / "correlate"))
 
-from correlate.batch import correlate
+from correlate.batch import correlate  # noqa: E402
 from correlate.catalog import load_catalog  # noqa: E402
 from correlate.engine import Correlator  # noqa: E402
 from correlate.io import read_alerts  # noqa: E402

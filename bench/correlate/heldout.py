@@ -172,8 +172,8 @@ def main(argv: list[str] | None = None) -> int:
     split = committed_split()
     if split != split_by_rule():
         print(
-            "corpus/split.json does not match the rule (half_of) over corpus/fleets: a fleet was added, removed "
-            "or renamed; write the split again in a commit of its own",
+            "corpus/split.json does not match the rule (half_of) over corpus/fleets: a fleet was added, "
+            "removed or renamed; write the split again in a commit of its own",
             file=sys.stderr,
         )
         return 2
@@ -192,18 +192,22 @@ def main(argv: list[str] | None = None) -> int:
             )
         engine, window = pooled["engine"], pooled["window"]
         print(
-            f"{half}: {pooled['fleets']} fleets, {pooled['incidents']} incidents, {pooled['occurrences']} occurrences in them"
+            f"{half}: {pooled['fleets']} fleets, {pooled['incidents']} incidents, "
+            f"{pooled['occurrences']} occurrences in them"
         )
         print(
-            f"  engine  pairwise F1 {engine['f1']:.3f} (precision {engine['precision']:.3f}, recall {engine['recall']:.3f}), "
+            f"  engine  pairwise F1 {engine['f1']:.3f} "
+            f"(precision {engine['precision']:.3f}, recall {engine['recall']:.3f}), "
             f"root top-1 {engine['top1']:.3f}"
         )
         print(
-            f"  window  pairwise F1 {window['f1']:.3f} (precision {window['precision']:.3f}, recall {window['recall']:.3f}), "
+            f"  window  pairwise F1 {window['f1']:.3f} "
+            f"(precision {window['precision']:.3f}, recall {window['recall']:.3f}), "
             f"root top-1 {window['top1']:.3f}"
         )
         print(
-            f"  engine ahead of the window (F1 and top-1 no worse, one better) on {pooled['engine_ahead_on']} of {pooled['fleets']} fleets"
+            "  engine ahead of the window (F1 and top-1 no worse, one better) "
+            f"on {pooled['engine_ahead_on']} of {pooled['fleets']} fleets"
         )
         if not args.no_log:
             LOG.parent.mkdir(parents=True, exist_ok=True)

@@ -2,7 +2,7 @@
 """bench/ingest's storm through the app's correlation, in process: what a correlation worker spends
 on one incident that grows to thousands of alerts.
 
-`../shared/testbed/peer_bench.py --format am-webhook` sends one cluster ("testbed") of unique pods
+`testbed/peer_bench.py --format am-webhook` sends one cluster ("testbed") of unique pods
 cycling through six LLM alert names that the catalog links to each other, so the whole storm is
 one incident. Its bodies are received and processed as the ingestion worker would
 (`delivery_receive`, `process_delivery`), and every --every alerts the key is correlated as the
@@ -35,8 +35,8 @@ from storm_cluster import django_on_fresh_database  # noqa: E402
 
 
 def peer_bench():
-    """../shared/testbed/peer_bench.py as a module (its body builder is the one bench/ingest sends)."""
-    path = Path(os.environ.get("TESTBED", ROOT.parent / "shared" / "testbed")) / "peer_bench.py"
+    """testbed/peer_bench.py as a module (its body builder is the one bench/ingest sends)."""
+    path = Path(os.environ.get("TESTBED", ROOT / "testbed")) / "peer_bench.py"
     spec = importlib.util.spec_from_file_location("peer_bench", path)
     module = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(module)

@@ -6,8 +6,10 @@ worker would (`delivery_receive`, `process_delivery`), and every --every bodies 
 correlated as the correlation worker would (`correlation_run(keep_state=True)`: the kept state
 after the first run). Prints the runs' CPU and wall time, per alert too, as one JSON line.
 
-    .venv/bin/python bench/correlate/storm_cluster.py                     # gpu-eu-06, 5,000/s storm, runs every 10 bodies
-    .venv/bin/python bench/correlate/storm_cluster.py --gc on             # cyclic GC left on during runs (the old way)
+    # gpu-eu-06, 5,000/s storm, runs every 10 bodies:
+    .venv/bin/python bench/correlate/storm_cluster.py
+    # cyclic GC left on during runs (the old way):
+    .venv/bin/python bench/correlate/storm_cluster.py --gc on
     .venv/bin/python bench/correlate/storm_cluster.py --rate 500 --every 1
 
 It uses a fresh PostgreSQL database of its own (--db, dropped and created), on 127.0.0.1.

@@ -8,9 +8,12 @@ bodies, each key with new alerts gets the run a correlation worker makes
 cluster, as a worker serving them does. Prints one JSON line: the runs' CPU, the run times'
 percentiles and maximum, and the cyclic collector's collections per generation during the runs.
 
-    .venv/bin/python bench/correlate/storm_worker.py                     # as the app runs (survivors frozen after each run)
-    .venv/bin/python bench/correlate/storm_worker.py --freeze off        # the collector as before: full collections walk every kept state
-    .venv/bin/python bench/correlate/storm_worker.py --seconds 10        # a shorter storm
+    # as the app runs (survivors frozen after each run):
+    .venv/bin/python bench/correlate/storm_worker.py
+    # the collector as before: full collections walk every kept state:
+    .venv/bin/python bench/correlate/storm_worker.py --freeze off
+    # a shorter storm:
+    .venv/bin/python bench/correlate/storm_worker.py --seconds 10
 
 It uses a fresh PostgreSQL database of its own (--db, dropped and created), on 127.0.0.1, and
 no broker (runs happen only where the bench calls them; big incidents are ranked on every run, or

@@ -115,7 +115,8 @@ def explain(name, catalog) -> None:
             )
         for e in incident.edges:
             print(
-                f"   edge {by_key[e.cause]} -> {by_key[e.effect]} {e.rule} lag {e.lag_seconds:.0f}s {e.relation}"
+                f"   edge {by_key[e.cause]} -> {by_key[e.effect]} {e.rule} "
+                f"lag {e.lag_seconds:.0f}s {e.relation}"
             )
         for c in incident.root_candidates:
             print(f"   candidate {by_key[c.alert_key]} {c.confidence:.2f} {c.explanation[:160]}")
@@ -148,8 +149,8 @@ def main() -> int:
     print(f"{'scenario':<46} grouping noise root scorer   f1    top1")
     for n, r in rows.items():
         print(
-            f"{n:<46} {mark[r['grouping']]:<8} {mark[r['noise']]:<5} {mark[r['root']]:<4} {mark[r['scorer']]:<6} "
-            f"{r['f1']:5.3f} {r['top1']:5.3f}"
+            f"{n:<46} {mark[r['grouping']]:<8} {mark[r['noise']]:<5} {mark[r['root']]:<4} "
+            f"{mark[r['scorer']]:<6} {r['f1']:5.3f} {r['top1']:5.3f}"
         )
     print(
         f"pooled over {len(names)} scenarios: precision {precision:.3f} recall {recall:.3f} "
@@ -158,7 +159,8 @@ def main() -> int:
     for anchor in ("alertmanager", "keep"):
         precision, recall, f1, top1 = pooled(names, catalog, anchor)
         print(
-            f"  anchor {anchor:<12} precision {precision:.3f} recall {recall:.3f} pairwise F1 {f1:.3f} root top-1 {top1:.3f}"
+            f"  anchor {anchor:<12} precision {precision:.3f} recall {recall:.3f} "
+            f"pairwise F1 {f1:.3f} root top-1 {top1:.3f}"
         )
     return 0
 

@@ -1,5 +1,6 @@
 """Evidence collection against a local Prometheus: an incident whose plan yields 50 series over
-2 hours at 15 s (alerts from T+60m to T+105m: the window is T..T+120m, 481 steps), collected by a separate worker-like process; wall time and peak RSS.
+2 hours at 15 s (alerts from T+60m to T+105m: the window is T..T+120m, 481 steps), collected by a
+separate worker-like process; wall time and peak RSS.
 
     .venv/bin/python bench/evidence/bench_collect.py [--pods 8] [--runs 5] [--keep]
 

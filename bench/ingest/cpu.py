@@ -1,7 +1,9 @@
 #!/usr/bin/env python3
-"""CPU seconds per kind (APP_PGID=<pgid of bin/serve>: only that group counts as the app) of process, from /proc (Linux): `cpu.py snap FILE` then `cpu.py diff FILE LABEL`.
+"""CPU seconds per kind of process (APP_PGID=<pgid of bin/serve>: only that group counts as the
+app), from /proc (Linux): `cpu.py snap FILE` then `cpu.py diff FILE LABEL`.
 
-Kinds: gunicorn, celery worker (ingestion), celery correlation, celery evidence, celery beat, postgres, redis, load client (peer_bench.py), other."""
+Kinds: gunicorn, celery worker (ingestion), celery correlation, celery evidence, celery beat,
+postgres, redis, load client (peer_bench.py), other."""
 
 from __future__ import annotations
 

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # bench/ingest: an alert storm against a production-like Rootline (gunicorn + Celery worker + beat
 # via bin/serve, PostgreSQL, Redis), side by side with alerta-server, Alertmanager's own API and raw
-# PostgreSQL COPY (all through ../shared/testbed). Everything on 127.0.0.1, bounded in count and time;
+# PostgreSQL COPY (all through testbed/). Everything on 127.0.0.1, bounded in count and time;
 # every process started here is stopped on exit. See bench/ingest/README.md.
 #
 #   bench/ingest/run.sh                 # the whole comparison, ~4 min
@@ -15,7 +15,7 @@
 set -euo pipefail
 HERE=$(cd "$(dirname "$0")" && pwd)
 ROOT=$(cd "$HERE/../.." && pwd)
-TESTBED=${TESTBED:-$(cd "$ROOT/../shared/testbed" && pwd)}
+TESTBED=${TESTBED:-$ROOT/testbed}
 cd "$ROOT"
 BIN=${BIN:-$ROOT/.venv/bin}
 PY="$BIN/python"

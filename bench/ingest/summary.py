@@ -23,7 +23,8 @@ def main(path: str) -> None:
     rows = [json.loads(line) for line in open(path) if line.strip().startswith("{")]
     drains = {r["label"]: r for r in rows if r.get("mode") == "drain"}
     print(
-        "| target | alerts/body | alerts sent | accepted alerts/s | req/s | p50 ms | p99 ms | max ms | all processed after | processed alerts/s | statuses |"
+        "| target | alerts/body | alerts sent | accepted alerts/s | req/s | p50 ms | p99 ms | max ms "
+        "| all processed after | processed alerts/s | statuses |"
     )
     print("| --- | --- | --- | --- | --- | --- | --- | --- | --- | --- | --- |")
     for r in rows:
@@ -38,7 +39,8 @@ def main(path: str) -> None:
             rate = f"{d['processed_alerts_per_s']:,.0f}" if d else "n/a"
             lat = r["lat_ms"]
             print(
-                f"| {name} | {batch} | {r['ok_alerts']:,} | **{r['alerts_per_s']:,.0f}** | {r['requests_per_s']:,.0f} | "
+                f"| {name} | {batch} | {r['ok_alerts']:,} | **{r['alerts_per_s']:,.0f}** "
+                f"| {r['requests_per_s']:,.0f} | "
                 f"{lat['p50']:.1f} | {lat['p99']:.1f} | {lat['max']:.0f} | {done} | {rate} | {r['status']} |"
             )
     for r in rows:
@@ -50,25 +52,29 @@ def main(path: str) -> None:
                 if m in r
             )
             print(
-                f"| PostgreSQL 15 raw, {idx} ({r['rows']:,} rows) | - | {r['rows']:,} | {cells} | | | | | | | |"
+                f"| PostgreSQL 15 raw, {idx} ({r['rows']:,} rows) | - | {r['rows']:,} | {cells} "
+                "| | | | | | | |"
             )
     for r in rows:
         if r.get("mode") == "config":
             print(
                 f"\nRootline config: gunicorn {r['web_workers']} workers x {r['web_threads']} threads, "
-                f"ingest worker concurrency {r['worker_concurrency']}, {r['c']} senders, started {r['started']}."
+                f"ingest worker concurrency {r['worker_concurrency']}, {r['c']} senders, "
+                f"started {r['started']}."
             )
         if r.get("mode") == "cpu":
             print(f"CPU seconds during {r['label']} ({r['wall_s']} s wall): {r['cpu_s']}")
         if r.get("mode") == "calibration":
             print(
-                f"Machine speed before the load (bench/calibrate.py): 10M-addition Python loop {r['python_loop_10m_s']} s CPU, "
+                "Machine speed before the load (bench/calibrate.py): "
+                f"10M-addition Python loop {r['python_loop_10m_s']} s CPU, "
                 f"load average {r['load_average']}."
             )
     for r in rows:
         if r.get("mode") == "check":
             print(
-                f"\nRootline check: {r['alerts']:,} alert rows, {r['distinct_occurrences']:,} distinct (fingerprint, starts_at), "
+                f"\nRootline check: {r['alerts']:,} alert rows, "
+                f"{r['distinct_occurrences']:,} distinct (fingerprint, starts_at), "
                 f"{r['deliveries']:,} deliveries, {r['not_processed']} not processed."
             )
 

@@ -21,14 +21,16 @@ import sys
 import time
 
 COLUMNS = (
-    "fingerprint, starts_at, ends_at, status, kind, alertname, labels, annotations, generator_url, received_at, layer, "
-    "failure_mode, false_positive, first_delivery_id, integration_id, classified_by, correlated, correlation_key, onset, "
-    "incident_id"
+    "fingerprint, starts_at, ends_at, status, kind, alertname, labels, annotations, generator_url, "
+    "received_at, layer, failure_mode, false_positive, first_delivery_id, integration_id, classified_by, "
+    "correlated, correlation_key, onset, incident_id"
 )
 COPIES_SQL = f"""
 INSERT INTO incidents_alert ({COLUMNS})
-SELECT fingerprint, starts_at - make_interval(days => g), starts_at - make_interval(days => g) + interval '10 minutes',
-       'resolved', kind, alertname, labels, annotations, generator_url, received_at - make_interval(days => g), layer,
+SELECT fingerprint, starts_at - make_interval(days => g),
+       starts_at - make_interval(days => g) + interval '10 minutes',
+       'resolved', kind, alertname, labels, annotations, generator_url,
+       received_at - make_interval(days => g), layer,
        failure_mode, false_positive, first_delivery_id, integration_id, classified_by, true, correlation_key,
        onset - make_interval(days => g), incident_id
 FROM incidents_alert, generate_series(1, %(copies)d) g

@@ -53,7 +53,8 @@ def main() -> int:
                 response = client.get(path)
                 wall = time.perf_counter() - began
             print(
-                f"{path} {response.status_code} {wall * 1000:.0f} ms {len(response.content) / 1e6:.2f} MB {len(queries)} queries"
+                f"{path} {response.status_code} {wall * 1000:.0f} ms "
+                f"{len(response.content) / 1e6:.2f} MB {len(queries)} queries"
             )
             for query in sorted(queries.captured_queries, key=lambda q: -float(q["time"]))[: args.slowest]:
                 print(f"    {float(query['time']) * 1000:7.1f} ms  {query['sql'][:200]}")

@@ -10,7 +10,8 @@ LABELS = {"cluster": "prod-a", "namespace": "llm"}
 def fragmentation_chain(
     shift: str = "00:00", pod: str = POD, sibling: str = SIBLING, cluster: str = "prod-a"
 ):
-    """The March incident: fragmentation (a slow 15m rule, fires last) -> OOM -> crash loop -> queueing -> TTFT."""
+    """The March incident: fragmentation (a slow 15m rule, fires last) -> OOM -> crash loop ->
+    queueing -> TTFT."""
     h, m = (int(x) for x in shift.split(":"))
 
     def at(hhmm: str) -> str:

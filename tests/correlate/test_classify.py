@@ -201,7 +201,8 @@ def test_a_node_that_stops_posting_status_is_a_node_failure_not_a_restart(name, 
         ),
         # running with no completions is ghost work (F3), not a queue
         (
-            "sum by (pod) (vllm:num_requests_running) > 0 and on (pod) sum by (pod) (increase(vllm:request_success_total[10m])) == 0",
+            "sum by (pod) (vllm:num_requests_running) > 0 and on (pod) "
+            "sum by (pod) (increase(vllm:request_success_total[10m])) == 0",
             "timeout",
         ),
         ("sglang:num_running_reqs > 0 and rate(sglang:num_requests_total[10m]) == 0", "timeout"),

@@ -159,7 +159,8 @@ def test_series_timeline_and_matrix_import_nothing_of_django():
 
     code = (
         "import json, sys\nimport correlate.series, correlate.timeline, correlate.matrix\n"
-        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in ('django', 'celery', 'rest_framework', 'incidents', 'rootline'))))"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('django', 'celery', 'rest_framework', 'incidents', 'rootline'))))"
     )
     out = subprocess.run(
         [sys.executable, "-c", code],

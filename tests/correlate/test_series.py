@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import itertools
 import math
 import random
 
@@ -51,7 +52,7 @@ def test_noise_around_the_red_line_makes_one_crossing_not_a_storm():
     found = crossings(Series(1, "kv_pool_usage", {}, ramp(values)), KV)
     reds = [c for c in found if c.to == RED]
     assert len(reds) == 1
-    raw = sum(1 for a, b in zip(values, values[1:]) if (a >= 0.85) != (b >= 0.85))
+    raw = sum(1 for a, b in itertools.pairwise(values) if (a >= 0.85) != (b >= 0.85))
     assert raw > 20
 
 
@@ -117,7 +118,8 @@ def test_a_band_without_yellow_goes_straight_to_red():
 def test_a_rootline_catalog_override_file_moves_a_band_and_its_crossings(tmp_path, monkeypatch):
     override = tmp_path / "team.yaml"
     override.write_text(
-        "bands:\n  kv_pool_usage:\n    red: 0.95\n    yellow: 0.90\n  queue_wait:\n    direction: above\n    red: 0.5\n"
+        "bands:\n  kv_pool_usage:\n    red: 0.95\n    yellow: 0.90\n"
+        "  queue_wait:\n    direction: above\n    red: 0.5\n"
     )
     monkeypatch.setenv("ROOTLINE_CATALOG", str(override))
     bands = load_catalog().bands

@@ -300,7 +300,7 @@ def test_actions_name_firing_delivered_occurrences(runs, name) -> None:
         if a["action"] == "merge":
             assert (a["into_fingerprint"], a["into_starts_at"]) in occ
         if a["action"] == "split":
-            assert all(k in occ for k in zip(a["fingerprints"], a["starts_ats"]))
+            assert all(k in occ for k in zip(a["fingerprints"], a["starts_ats"], strict=True))
         if a["action"] == "degrade":
             assert a["level"] in {"L1", "L2", "L3", "none"}
 

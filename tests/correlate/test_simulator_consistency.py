@@ -3,6 +3,7 @@ alerts start), the March timeline holds, and the labelled set is as hard as the 
 
 from __future__ import annotations
 
+import itertools
 import json
 import os
 import re
@@ -327,7 +328,7 @@ def _increase(pts: list[tuple[float, float]], t: float, window: float) -> float 
     if len(inside) < 2:
         return None
     total = 0.0
-    for (_, a), (_, b) in zip(inside, inside[1:]):
+    for (_, a), (_, b) in itertools.pairwise(inside):
         total += b - a if b >= a else b
     return total
 

@@ -51,7 +51,10 @@ def test_an_alert_with_no_cause_inside_a_passed_run_still_gets_the_edge_from_its
     for edge in incident.edges:
         causes.setdefault(edge.effect, []).append((edge.cause, edge.rule))
     assert causes[key(source)] == [(key(oom), "oom->queueing")]
-    assert all(causes[key(q)] == [(key(f), "fragmentation->queueing")] for f, q in zip(fragmented, queued))
+    assert all(
+        causes[key(q)] == [(key(f), "fragmentation->queueing")]
+        for f, q in zip(fragmented, queued, strict=True)
+    )
     for order in (alerts, list(reversed(alerts)), random.Random(1).sample(alerts, len(alerts))):
         correlator = Correlator(CATALOG)
         for number in range(0, len(order), 9):

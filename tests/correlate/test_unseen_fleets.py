@@ -113,4 +113,4 @@ def test_the_set_varies_what_fleets_vary():
         assert metric in urls, metric
     assert any(a.status == "resolved" for s in BUILT.values() for a in s.alerts)
     assert any(len(s.incidents) == 2 for s in BUILT.values())
-    assert {l.get("severity") for l in labels} >= {"CRITICAL", "Warning", "P1", "sev2"}
+    assert {item.get("severity") for item in labels} >= {"CRITICAL", "Warning", "P1", "sev2"}

@@ -1,4 +1,5 @@
-"""(Copied from the shared testbed, ../shared/testbed/gen_openmetrics.py, so the tests stand alone.)
+"""(Copied from the shared testbed's gen_openmetrics.py, so the tests stand alone, and kept here
+rather than in testbed/: see testbed/README.md. Reformatted and lint-fixed since.)
 
 Generate OpenMetrics text for a synthetic LLM-serving incident (for promtool backfill).
 
@@ -26,6 +27,7 @@ mandatory trailing '# EOF'.  Stdlib only; deterministic for a given --seed/--sta
 from __future__ import annotations
 
 import argparse
+import itertools
 import json
 import math
 import random
@@ -59,7 +61,7 @@ def interp(points, x):
     """Piecewise-linear interpolation over [(x, y), ...] (clamped at both ends)."""
     if x <= points[0][0]:
         return points[0][1]
-    for (x0, y0), (x1, y1) in zip(points, points[1:]):
+    for (x0, y0), (x1, y1) in itertools.pairwise(points):
         if x <= x1:
             return y0 + (y1 - y0) * (x - x0) / (x1 - x0)
     return points[-1][1]
@@ -301,7 +303,7 @@ def generate(args):
         for p in pods:
             r = rng_for(args.seed, name, p)
             ls = fmt_labels(lab(p))
-            for t, m in zip(times, minutes):
+            for t, m in zip(times, minutes, strict=True):
                 v = fn(p, m, r)
                 if needs_up and not st.vllm_up(p, m):
                     continue  # target down: no samples (staleness in a live Prometheus)
@@ -309,7 +311,7 @@ def generate(args):
 
     # -- DCGM framebuffer (MiB) ---------------------------------------------------------------
     mem = {}
-    for i, p in enumerate(pods):
+    for p in pods:
         r = rng_for(args.seed, "fb", p)
         mem[p] = [st.mem_frac(p, m, r) for m in minutes]
     for name, help_, sel in (
@@ -324,7 +326,7 @@ def generate(args):
         w(f"# HELP {name} {help_}")
         for i, p in enumerate(pods):
             ls = fmt_labels(dcgm_labels(p, i))
-            for t, f in zip(times, mem[p]):
+            for t, f in zip(times, mem[p], strict=True):
                 w(f"{name}{ls} {fmt_val(float(round(max(0.0, sel(f)))))} {fmt_ts(t)}")
 
     # -- counter: preemptions (resets to 0 when pod-2's vLLM restarts) -------------------------
@@ -335,7 +337,7 @@ def generate(args):
         r = rng_for(args.seed, fam, p)
         ls = fmt_labels(vllm_labels(p))
         c = 0
-        for t, m in zip(times, minutes):
+        for t, m in zip(times, minutes, strict=True):
             if not st.vllm_up(p, m):
                 c = 0
                 continue
@@ -351,7 +353,7 @@ def generate(args):
         lab = vllm_labels(p)
         cum = [0] * (len(TTFT_BUCKETS) + 1)
         total_sum = 0.0
-        for t, m in zip(times, minutes):
+        for t, m in zip(times, minutes, strict=True):
             if not st.vllm_up(p, m):
                 cum = [0] * (len(TTFT_BUCKETS) + 1)
                 total_sum = 0.0
@@ -378,14 +380,14 @@ def generate(args):
     w(f"# HELP {fam} The number of container restarts per container.")
     for p in pods:
         ls = fmt_labels(ksm_labels(p))
-        for t, m in zip(times, minutes):
+        for t, m in zip(times, minutes, strict=True):
             v = 1 if (p == bad and m >= EV["oom_restart"]) else 0
             w("%s_total%s %d %s" % (fam, ls, v, fmt_ts(t)))
     fam = "kube_pod_container_status_last_terminated_reason"
     w(f"# TYPE {fam} gauge")
     w(f"# HELP {fam} Describes the last reason the container was in terminated state.")
     ls = fmt_labels(dict(ksm_labels(bad), reason="OOMKilled"))
-    for t, m in zip(times, minutes):
+    for t, m in zip(times, minutes, strict=True):
         if m >= EV["oom_restart"]:
             w(f"{fam}{ls} 1 {fmt_ts(t)}")
 

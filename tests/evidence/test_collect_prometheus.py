@@ -73,8 +73,8 @@ def test_collect_stores_the_story_from_backfilled_prometheus(backfilled_promethe
     (ttft,) = series(incident, "ttft_p99")
     assert ttft.labels == {"namespace": "llm-serving", "model_name": "meta-llama/Llama-3.1-8B-Instruct"}
     assert (
-        "histogram_quantile(0.99, sum by (le, namespace, model_name) (rate(vllm:time_to_first_token_seconds_bucket{"
-        in ttft.query
+        "histogram_quantile(0.99, sum by (le, namespace, model_name) "
+        "(rate(vllm:time_to_first_token_seconds_bucket{" in ttft.query
     )
     baseline = [v for t, v in points(ttft) if t < at(30).timestamp()]
     spike = [v for t, v in points(ttft) if at(62).timestamp() <= t <= at(75).timestamp()]
@@ -109,7 +109,7 @@ def test_the_local_store_answers_as_prometheus_does(
     for key, row in from_prometheus.items():
         theirs, ours = unpack_points(row.points), unpack_points(from_store[key].points)
         assert [t for t, _ in ours] == [t for t, _ in theirs], key
-        for (_, a), (_, b) in zip(theirs, ours):
+        for (_, a), (_, b) in zip(theirs, ours, strict=True):
             assert (math.isnan(a) and math.isnan(b)) or math.isclose(a, b, rel_tol=1e-6, abs_tol=1e-9), (
                 key,
                 a,

@@ -291,4 +291,4 @@ def test_a_disk_incident_collects_its_filesystem_and_volume_from_prometheus_and_
     for key, row in from_prometheus.items():
         theirs, ours = unpack_points(row.points), unpack_points(from_store[key].points)
         assert [t for t, _ in ours] == [t for t, _ in theirs], key
-        assert all(math.isclose(a, b) for (_, a), (_, b) in zip(theirs, ours)), key
+        assert all(math.isclose(a, b) for (_, a), (_, b) in zip(theirs, ours, strict=True)), key

@@ -187,7 +187,7 @@ def test_viewers_and_users_in_no_group_may_not_take_any_action_anywhere(
     viewer = users(f"u-{role}", role)
     users("lead", "responder")
     before = snapshot()
-    for at, body, naming in steps():
+    for at, body, _ in steps():
         response = post(api, viewer, body, at)
         assert response.status_code == 403, (body, response.json())
         assert "responder" in response.json()["error"]

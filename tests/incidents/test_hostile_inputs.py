@@ -194,10 +194,12 @@ def test_webhook_gzip_body_is_refused_and_kept(make_integration, post_hook):
 @pytest.mark.parametrize(
     "body",
     [
-        b'{"version": "4", "alerts": [{"labels": {"alertname": "A", "pod": NaN}, "startsAt": "2026-11-29T02:00:00Z"}]}',
+        b'{"version": "4", "alerts": [{"labels": {"alertname": "A", "pod": NaN}, '
+        b'"startsAt": "2026-11-29T02:00:00Z"}]}',
         b'{"version": "4", "alerts": [{"labels": {"alertname": "A"}, "startsAt": Infinity}]}',
         b'{"version": "4", "alerts": [], "alerts": {"x": 1}}',
-        b'{"version": "4", "alerts": [{"labels": {"alertname": "A", "alertname": 5}, "startsAt": "2026-11-29T02:00:00Z"}]}',
+        b'{"version": "4", "alerts": [{"labels": {"alertname": "A", "alertname": 5}, '
+        b'"startsAt": "2026-11-29T02:00:00Z"}]}',
         b'{"version": "4", "alerts": [{"labels": {"alertname": "A"}, "startsAt": "0000-01-01T00:00:00Z"}]}',
         b'{"version": "4", "alerts": [{"labels": {"alertname": "A"}, "startsAt": "99999-01-01T00:00:00Z"}]}',
         b'{"version": "4", "alerts": [{"labels": {"alertname": "A"}, "startsAt": "1e20"}]}',
@@ -674,7 +676,8 @@ RAW_BODIES = [
     (b"action=note&text=a%00b", "application/x-www-form-urlencoded"),
     (b"action=merge&into=1", "application/x-www-form-urlencoded"),
     (
-        b'--xyz\r\nContent-Disposition: form-data; name="action"\r\n\r\nnote\r\n--xyz\r\nContent-Disposition: form-data; '
+        b'--xyz\r\nContent-Disposition: form-data; name="action"\r\n\r\nnote\r\n'
+        b"--xyz\r\nContent-Disposition: form-data; "
         b'name="text"; filename="a.txt"\r\nContent-Type: text/plain\r\n\r\nhello\r\n--xyz--\r\n',
         "multipart/form-data; boundary=xyz",
     ),
@@ -1089,7 +1092,7 @@ def test_incident_page_forms_with_odd_digits_redirect_with_a_message(incident, u
 
 # The short webhook path gunicorn takes (rootline.wsgi), with requests the test client cannot make
 
-from tests.ingest.test_fast_paths import call, environ, wsgi  # noqa: E402,F401  (wsgi: the fixture)
+from tests.ingest.test_fast_paths import call, environ  # noqa: E402  (wsgi: the fixture, tests/conftest.py)
 
 LEAN_CASES = {
     "content-length -1": {"CONTENT_LENGTH": "-1"},

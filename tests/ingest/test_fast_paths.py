@@ -223,20 +223,6 @@ def am_body(*labels: dict, **alert: object) -> bytes:
     return json.dumps({"version": "4", "alerts": alerts}).encode()
 
 
-@pytest.fixture
-def wsgi(settings, monkeypatch):
-    """Both handlers for real, as gunicorn calls them: outside a test transaction (they manage
-    the connection per request, as Django's request signals do), deliveries left pending."""
-    from incidents import flow
-    from rootline import wsgi
-
-    assert wsgi.LEAN, "the short webhook path is off: MIDDLEWARE changed?"
-    settings.ROOTLINE_INGEST_DRAIN = True
-    settings.CELERY_TASK_ALWAYS_EAGER = False
-    monkeypatch.setattr(flow, "DRAIN_SIGNALS", flow.DrainSignals(send=lambda: None))
-    return wsgi
-
-
 @pytest.mark.django_db(transaction=True)
 def test_short_path_answers_exactly_as_the_full_handler(wsgi, make_integration, settings):
     from incidents.models import Delivery

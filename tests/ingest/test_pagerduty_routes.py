@@ -127,7 +127,11 @@ def test_an_over_long_custom_detail_is_kept_as_text_not_refused():
 
 
 def test_group_alert_labels_reads_the_template_text_and_nothing_else():
-    text = "Labels:\n - alertname = A\n - msg = line one\nline two\nAnnotations:\n - summary = s\nSource: http://x\nLabels:\n - alertname = A\n - msg = other\nAnnotations:\n"
+    text = (
+        "Labels:\n - alertname = A\n - msg = line one\nline two\nAnnotations:\n - summary = s\n"
+        "Source: http://x\n"
+        "Labels:\n - alertname = A\n - msg = other\nAnnotations:\n"
+    )
     assert pagerduty.group_alert_labels(text) == [
         {"alertname": "A", "msg": "line one\nline two"},
         {"alertname": "A", "msg": "other"},

@@ -54,7 +54,7 @@ def test_alertmanager_bodies_keep_event_times_and_real_fingerprints(path):
     document = json.loads(path.read_bytes())
     arrived = received_at(path)
     result = parser_for("alertmanager")(path.read_bytes(), arrived)
-    for parsed, raw in zip(result.alerts, document["alerts"]):
+    for parsed, raw in zip(result.alerts, document["alerts"], strict=True):
         assert parsed.fingerprint == raw["fingerprint"] == labelset_fingerprint(raw["labels"])
         assert parsed.starts_at.tzinfo is not None and parsed.starts_at < arrived
         assert (parsed.ends_at is None) == (raw["status"] == "firing")

@@ -126,7 +126,9 @@ def test_a_real_worker_keeps_its_database_connection_from_task_to_task(
             integration=integration, body=json.dumps({"version": "4", "alerts": alerts}).encode(), headers={}
         )
         wait_until(
-            lambda: Alert.objects.filter(integration=integration, correlated=True).count() == batch + 1,
+            lambda batch=batch: (
+                Alert.objects.filter(integration=integration, correlated=True).count() == batch + 1
+            ),
             timeout=30,
             what=f"alert {batch + 1} processed and correlated",
         )

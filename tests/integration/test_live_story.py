@@ -11,18 +11,16 @@ import subprocess
 import pytest
 
 from incidents.models import Alert, Incident
-from tests.conftest import ROOT, missing, require_binary, wait_until
+from tests.conftest import ROOT, require_binary, wait_until
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
-LIVE_ALERTS = ROOT.parent / "shared" / "testbed" / "live_alerts.sh"
+LIVE_ALERTS = ROOT / "testbed" / "live_alerts.sh"
 
 
 def test_live_cascade_from_real_alertmanager_is_one_incident_rooted_at_fragmentation(
     live_server, make_integration, processing, tmp_path
 ):
     env = {**os.environ, "PROM": require_binary("prometheus"), "AM": require_binary("alertmanager")}
-    if not LIVE_ALERTS.exists():
-        missing(f"the testbed is not beside the project ({LIVE_ALERTS})")
     integration = make_integration("alertmanager")
     env.update(
         {

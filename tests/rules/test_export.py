@@ -44,7 +44,8 @@ def test_shipped_runbooks_equal_the_generated_ones(packaged_catalog, alerts):
 def test_export_uses_the_team_catalog_thresholds_and_base_url(tmp_path, settings):
     team = tmp_path / "team.yaml"
     team.write_text(
-        "bands:\n  kv_fragmentation: {red: 0.3}\n  kv_pool_usage: {yellow: 0.75, red: 0.9}\n  ttft_p99: {red: 1.5}\n"
+        "bands:\n  kv_fragmentation: {red: 0.3}\n  kv_pool_usage: {yellow: 0.75, red: 0.9}\n"
+        "  ttft_p99: {red: 1.5}\n"
     )
     settings.CATALOG_PATH = str(team)
     settings.BASE_URL = "https://rootline.example.com"

@@ -80,7 +80,8 @@ def test_the_catalog_classifies_each_alert_as_its_labels_say(alerts, packaged_ca
         got = classify(Alert(fingerprint="x", starts_at=STARTS, labels=labels), packaged_catalog)
         if (got.layer, got.failure_mode) != (alert.layer, alert.failure_mode):
             wrong.append(
-                f"{alert.name}: labels {alert.layer}/{alert.failure_mode}, catalog {got.layer}/{got.failure_mode}"
+                f"{alert.name}: labels {alert.layer}/{alert.failure_mode}, "
+                f"catalog {got.layer}/{got.failure_mode}"
             )
     assert wrong == []
 

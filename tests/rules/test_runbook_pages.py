@@ -55,7 +55,8 @@ def test_markdown_is_rendered_without_raw_html():
     html = str(
         markdown_html(
             "# Title <b>x</b>\n\nText with <script>alert(1)</script> and **bold** and `a<b`.\n\n"
-            "- [safe](https://example.com/x)\n- [bad](javascript:alert(1))\n- <img src=x onerror=alert(2)>\n\n"
+            "- [safe](https://example.com/x)\n- [bad](javascript:alert(1))\n"
+            "- <img src=x onerror=alert(2)>\n\n"
             '```promql\nup{job="<x>"} == 0\n```\n\n| a | b |\n|---|---|\n| 1 | 2 |\n'
         )
     )

@@ -258,13 +258,13 @@ class Alertmanager:
             try:
                 self.wait_ready(self.startup_timeout)
                 return self
-            except AlertmanagerError:
+            except AlertmanagerError as err:
                 exited = self.proc.poll() is not None
                 self._kill()
                 if not exited or attempt == 2:
                     log = self.log_tail()
                     self.stop()
-                    raise AlertmanagerError("Alertmanager did not become ready:\n" + log)
+                    raise AlertmanagerError("Alertmanager did not become ready:\n" + log) from err
         return self  # pragma: no cover
 
     def wait_ready(self, timeout: float = 30.0) -> None:

@@ -191,7 +191,8 @@ def grafana_fire(
         "endsAt": "0001-01-01T00:00:00Z",
         "generatorURL": f"{GRAFANA}/alerting/grafana/{rule_uid}/view?orgId=1",
         "fingerprint": fingerprint,
-        "silenceURL": f"{GRAFANA}/alerting/silence/new?alertmanager=grafana&matcher=__alert_rule_uid__%3D{rule_uid}&orgId=1",
+        "silenceURL": f"{GRAFANA}/alerting/silence/new?alertmanager=grafana"
+        f"&matcher=__alert_rule_uid__%3D{rule_uid}&orgId=1",
         "dashboardURL": "",
         "panelURL": "",
         "values": shown or None,
