@@ -5,7 +5,7 @@ BIN := $(VENV)/bin
 INSTALLED := $(VENV)/.installed
 PORT ?= 8000
 
-.PHONY: run test serve bench-ingest clean
+.PHONY: run test lint serve bench-ingest clean
 
 $(INSTALLED): pyproject.toml
 	test -x $(BIN)/python || $(PYTHON) -m venv $(VENV)
@@ -20,6 +20,12 @@ run: $(INSTALLED)
 
 test: $(INSTALLED)
 	$(BIN)/python -m pytest
+
+# The house rules CI runs before the tests: ruff's lint and format, and mypy over the project.
+lint: $(INSTALLED)
+	$(BIN)/ruff check .
+	$(BIN)/ruff format --check .
+	$(BIN)/mypy
 
 serve: $(INSTALLED)
 	$(BIN)/python manage.py migrate --noinput
