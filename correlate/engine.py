@@ -32,11 +32,11 @@ from correlate.results import (
     FalsePositive,
     Incident,
 )
-from correlate.timing import as_utc, lookback
-from correlate.topology import (
+from correlate.scope import (
     Scope,
     scope_of,
 )
+from correlate.timing import as_utc, lookback
 
 __all__ = ["Correlator"]
 

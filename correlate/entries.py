@@ -15,11 +15,11 @@ from correlate.results import (
     Edge,
     Member,
 )
-from correlate.timing import MAX_LOOKBACK, as_utc
-from correlate.topology import (
+from correlate.scope import (
     Scope,
     gateway_key,
 )
+from correlate.timing import MAX_LOOKBACK, as_utc
 
 if TYPE_CHECKING:
     from correlate.partition import _Partition

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Union
 
-from correlate.topology import Scope
+from correlate.scope import Scope
 
 
 @dataclass(frozen=True)
