@@ -1,7 +1,7 @@
 """Scenario families, one cascade each: a function `(story, deployment, t0, incident, **options)
 -> dict of occurrences` fires the alerts of one cascade with realistic rule timing, moves the
-metrics underneath and records which occurrence is the root; the noise alerts and how people
-respond. `scenarios.py` places them on the fleet."""
+metrics underneath and records which occurrence is the root; the noise alerts, decoy changes
+and how people respond. `scenarios.py` places them on the fleet."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ from .alertmanager import Occurrence
 from .core import MINUTE, NS, hex_id, rng_for
 from .metrics import XID_TEXT
 from .rules import KINDS
-from .story import Incident, Story, static_target
+from .story import Change, Incident, Story, static_target
 from .world import Cluster, Deployment, Node, translate
 
 M = MINUTE
@@ -456,6 +456,74 @@ def noise_kv_blip(s: Story, dep: Deployment, t0: int) -> Occurrence:
 def noise_gpu_temp(s: Story, dep: Deployment, t0: int) -> Occurrence:
     pod = dep.pods[-1]
     return s.fire("gpu_temp", (pod.gpu, pod), t0, t0 + 12 * M, inc=None, peak=88, value=88)
+
+
+def _decoy_rollout(s: Story, dep: Deployment, at: int, kind: str = "rollout") -> Change:
+    cl = dep.cluster
+    r = rng_for(s.key, "decoy", dep.name, at)
+    if kind == "threshold_edit":
+        summary = f"prometheus-rules: raise VLLMRequestsQueued threshold 20 -> 30 ({cl.name})"
+        return s.change(
+            at,
+            "threshold_edit",
+            summary,
+            "prometheus-rules-ci",
+            {
+                "cluster": cl.name,
+                "namespace": dep.namespace,
+                "alertname": "VLLMRequestsQueued",
+                "old_threshold": "20",
+                "new_threshold": "30",
+                "reviewed": "true",
+                "author": s.person(5),
+            },
+            inc=None,
+        )
+    tag = r.choice(["2025.11.3", "2025.12.1", "r142", "r157", "sha-" + hex_id(r, 7)])
+    if r.random() < 0.4:
+        return s.change(
+            at,
+            "deploy",
+            f"Deploy {dep.namespace}/{dep.name}-router {tag}",
+            "github-actions",
+            {
+                "cluster": cl.name,
+                "namespace": dep.namespace,
+                "deployment": f"{dep.name}-router",
+                "model": dep.served_name,
+                "image": f"{s.world.org}/llm-router:{tag}",
+                "author": s.person(4),
+            },
+            inc=None,
+            links=[
+                {
+                    "href": f"https://github.com/{s.world.org}/llm-router/actions/runs/"
+                    f"{r.randint(10**9, 10**10)}",
+                    "text": "workflow run",
+                }
+            ],
+        )
+    return s.change(
+        at,
+        "rollout",
+        f"Argo CD sync {dep.namespace}/{dep.name}: router image {tag}",
+        f"argocd.{cl.name}",
+        {
+            "cluster": cl.name,
+            "namespace": dep.namespace,
+            "deployment": dep.name,
+            "model": dep.served_name,
+            "image": f"{s.world.org}/llm-router:{tag}",
+            "author": s.person(4),
+        },
+        inc=None,
+        links=[
+            {
+                "href": f"https://argocd.{s.world.domain}/applications/{dep.name}",
+                "text": "Argo CD application",
+            }
+        ],
+    )
 
 
 # -- people ---------------------------------------------------------------------------------------
