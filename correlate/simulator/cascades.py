@@ -8,8 +8,9 @@ from __future__ import annotations
 from .alertmanager import Occurrence
 from .core import MINUTE, NS, hex_id, rng_for
 from .metrics import XID_TEXT
+from .records import Change, Incident
 from .rules import KINDS
-from .story import Change, Incident, Story, static_target
+from .story import Story, static_target
 from .world import Cluster, Deployment, Node, translate
 
 M = MINUTE

@@ -3,14 +3,12 @@ events, pod and GPU events, human actions and the ground truth, then render the 
 
 from __future__ import annotations
 
-import json
 import os
-from dataclasses import dataclass, field
 from urllib.parse import quote_plus
 
 from ..events import event_fingerprint
 from . import alertmanager as am
-from .core import MINUTE, NS, am_fingerprint, go_time, iso_ms, rng_for
+from .core import MINUTE, NS, am_fingerprint, iso_ms, rng_for
 from .metrics import (
     Telemetry,
     dcgm_labels,
@@ -19,7 +17,8 @@ from .metrics import (
     node_labels,
     vllm_labels,
 )
-from .openmetrics import render
+from .output import build_files
+from .records import Change, Incident, Intent
 from .rules import KINDS, Expr, Kind, interval_ns
 from .world import Cluster, Deployment, Gpu, Node, Pod, World, translate
 
@@ -57,37 +56,15 @@ FAMILY_OF_SIGNAL = {
 }
 BACKOFF_S = (10, 20, 40, 80, 160, 300)
 ENGINE_SOURCES = {"pod", "deployment", "hot", "service", "frag"}
-RETARGETABLE = {"acknowledge", "assign", "note", "severity", "degrade", "mitigate", "resolve", "reopen"}
-
-
-@dataclass
-class Change:
-    at: int
-    body: dict
-    fingerprint: str
-    starts_at: str
-    seq: int = 0
-
-
-@dataclass
-class Incident:
-    id: str
-    root: object = None
-    family: str = ""
-    members: list = field(default_factory=list)
-
-
-@dataclass
-class Intent:
-    action: str
-    occ: object
-    after_s: float | None
-    at: int | None
-    by: str
-    fields: dict
 
 
 class Story:
+    # Set by `build()` (output.build_files): Alertmanager's deliveries, and per (fingerprint,
+    # startsAt) when it was first delivered and first delivered firing.
+    deliveries: list[am.Delivery]
+    first_seen: dict[tuple[str, str], int]
+    first_firing: dict[tuple[str, str], int]
+
     def __init__(
         self,
         scenario: str,
@@ -568,157 +545,8 @@ class Story:
 
     # -- output -----------------------------------------------------------------------------------
     def build(self) -> dict[str, str]:
-        alerts_end = max([o.ends or o.starts for o in self.occs] + [c.at for c in self.changes])
-        deliveries = am.simulate(self.am_configs, self.occs, alerts_end + 45 * MINUTE)
-        first_seen: dict[tuple[str, str], int] = {}
-        for d in deliveries:
-            for a in d.body["alerts"]:
-                first_seen.setdefault((a["fingerprint"], a["startsAt"]), d.at)
-        self.first_firing: dict[tuple[str, str], int] = {}
-        for d in deliveries:
-            for a in d.body["alerts"]:
-                if a["status"] == "firing":
-                    self.first_firing.setdefault((a["fingerprint"], a["startsAt"]), d.at)
-        delivered = {o.key for o in self.occs if o.key in first_seen}
-        lines = []
-        dup = rng_for(self.key, "redelivery")
-        for d in deliveries:
-            line = am.dumps_go(d.body) + "\n"
-            lines.append(line)
-            # at-least-once: an HA peer sending before gossip settles, or a retry after a lost 2xx
-            if dup.random() < (0.12 if d.body["receiver"] not in ("rootline", "rootline-pager") else 0.04):
-                lines.append(line)
-        files = {"alerts.jsonl": "".join(lines)}
-        changes = sorted(self.changes, key=lambda c: (c.at, c.seq))
-        files["changes.jsonl"] = "".join(json.dumps(c.body, ensure_ascii=False) + "\n" for c in changes)
-        files["actions.jsonl"] = self._actions(first_seen)
-        files["truth.json"] = self._truth(delivered)
-        files["metrics.om"] = self._metrics()
-        self.deliveries = deliveries
-        self.first_seen = first_seen
-        return files
-
-    @staticmethod
-    def _ref(item: am.Occurrence | Change) -> dict[str, str]:
-        return {"fingerprint": item.fingerprint, "starts_at": item.starts_at}
-
-    def _truth(self, delivered: set) -> str:
-        def ok(item: am.Occurrence | Change) -> bool:
-            return isinstance(item, Change) or item.key in delivered
-
-        def when(item: am.Occurrence | Change) -> int:
-            return item.at if isinstance(item, Change) else item.starts
-
-        incidents = []
-        for inc in self.incidents:
-            members = sorted((m for m in inc.members if ok(m)), key=when)
-            if not members:
-                continue
-            root = inc.root if inc.root is not None and ok(inc.root) else members[0]
-            incidents.append(
-                {
-                    "id": inc.id,
-                    "root": self._ref(root),
-                    "alerts": [self._ref(m) for m in members],
-                    "family": inc.family,
-                }
-            )
-        noise = [self._ref(m) for m in sorted((m for m in self.noise if ok(m)), key=when)]
-        return json.dumps({"incidents": incidents, "noise": noise}, indent=1) + "\n"
-
-    def _actions(self, first_seen: dict) -> str:
-        rows = []
-        for n, it in enumerate(self.intents):
-            occ = it.occ
-            if isinstance(occ, am.Occurrence) and occ.key not in first_seen:
-                continue
-            if it.at is not None:
-                at = it.at
-            else:
-                base = first_seen.get(occ.key, occ.starts) if isinstance(occ, am.Occurrence) else occ.at
-                at = base + int((it.after_s or 0) * NS)
-            at -= at % 1_000_000
-            if it.action in RETARGETABLE and isinstance(occ, am.Occurrence):
-                occ, at = self._firing_member(occ, at, first_seen, it.action in ("resolve", "mitigate"))
-            elif isinstance(occ, am.Occurrence) and occ.ends is not None and at >= occ.ends:
-                # a judgement on one alert is made while it still fires, or not at all
-                seen = self.first_firing.get(occ.key)
-                if seen is None or seen + 20 * NS >= occ.ends:
-                    continue
-                at = seen + 20 * NS
-                at -= at % 1_000_000
-            row = {"at": go_time(at), "by": it.by, "action": it.action}
-            row.update(self._ref(occ))
-            for k, v in it.fields.items():
-                if k == "into":
-                    row["into_fingerprint"] = v.fingerprint
-                    row["into_starts_at"] = v.starts_at
-                elif k == "alerts":
-                    row["fingerprints"] = [o.fingerprint for o in v]
-                    row["starts_ats"] = [o.starts_at for o in v]
-                else:
-                    row[k] = v
-            rows.append((at, n, row))
-        rows.sort(key=lambda r: (r[0], r[1]))
-        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for _, _, r in rows)
-
-    def _firing_member(
-        self, occ: am.Occurrence, at: int, first_seen: dict, closing: bool
-    ) -> tuple[am.Occurrence, int]:
-        """The occurrence an incident-level action names, and when: one of the incident's alerts
-        delivered and firing at `at` (the intended one, else the root, else the earliest); when
-        none fires yet, the responder acts just after the next one shows up."""
-
-        def firing(o: object, t: int) -> bool:
-            seen = self.first_firing.get(o.key) if isinstance(o, am.Occurrence) else None
-            return seen is not None and seen <= t and (o.ends is None or o.ends > t)
-
-        if firing(occ, at):
-            return occ, at
-        inc = next((i for i in self.incidents if occ in i.members), None)
-        if inc is None:
-            return occ, at
-        if firing(inc.root, at):
-            return inc.root, at
-        alerts = [m for m in inc.members if isinstance(m, am.Occurrence)]
-        live = sorted((m for m in alerts if firing(m, at)), key=lambda m: (m.starts, m.seq))
-        if live:
-            return live[0], at
-        if not closing:
-            upcoming = sorted(
-                (self.first_firing[m.key], m.seq, m)
-                for m in alerts
-                if m.key in self.first_firing and self.first_firing[m.key] > at
-            )
-            for seen, _, m in upcoming:
-                later = seen + 15 * NS
-                if m.ends is None or m.ends > later:
-                    return m, later - later % 1_000_000
-        done = [m for m in alerts if m.key in first_seen and first_seen[m.key] <= at]
-        return (max(done, key=lambda m: (m.ends or m.starts, m.seq)), at) if done else (occ, at)
-
-    def _metrics(self) -> str:
-        times = [o.starts for o in self.occs]
-        ends = [o.ends or o.starts for o in self.occs]
-        w0 = min(times) - 60 * MINUTE
-        w1 = max(ends) + 15 * MINUTE
-        marks: dict[str, list[int]] = {k: list(v) for k, v in self.dense_marks.items()}
-        for o in self.occs:
-            dep = o.dep
-            if dep is not None:
-                marks.setdefault(dep.name, []).append(o.starts)
-        for name, dep in self.touched.items():
-            occ_times = [o.starts for o in self.occs if o.dep is dep]
-            occ_ends = [o.ends or o.starts for o in self.occs if o.dep is dep]
-            lo = min(occ_times or self.scope_times.get(name) or [w0])
-            hi = max(occ_ends or self.scope_times.get(name) or [w1])
-            self.tel.windows[name] = (max(w0, lo - 60 * MINUTE), min(w1, hi + 15 * MINUTE))
-            if self.sparse_s:
-                self.tel.dense[name] = sorted((t - 9 * MINUTE, t + 4 * MINUTE) for t in marks.get(name, []))
-        for node, _ in self.disk_nodes:
-            self.tel.windows[node.name] = (w0, w1)
-        deps = list(self.touched.values())
-        return render(self.tel, deps, self.disk_nodes, self.step_s, self.ksm_ips, self.sparse_s)
+        """The five files (see `output.build_files`); sets `deliveries`, `first_seen`, `first_firing`."""
+        return build_files(self)
 
     def write(self, out_dir: str) -> dict[str, int]:
         files = self.build()
