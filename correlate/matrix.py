@@ -9,7 +9,7 @@ made by people, and changes with their review and staging flags.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -188,12 +188,12 @@ def _change_text(change: AlertFact) -> str:
 
 
 def _change_gaps(
-    drafts,
+    drafts: dict[str, _Draft],
     changes: list[AlertFact],
     fired: list[AlertFact],
     first_alert_at: datetime | None,
     catalog: Catalog,
-    draft,
+    draft: Callable[[str], _Draft],
 ) -> None:
     """Unreviewed threshold edits and changes not verified in staging, made before the first alert,
     go to the row of the layer whose alerts the edited rule raises (else the process row)."""
@@ -216,7 +216,11 @@ def _change_gaps(
 
 
 def _judgement_rows(
-    draft, fired: list[AlertFact], reds: list[Crossing], actions: Sequence[ActionFact], root: AlertFact | None
+    draft: Callable[[str], _Draft],
+    fired: list[AlertFact],
+    reds: list[Crossing],
+    actions: Sequence[ActionFact],
+    root: AlertFact | None,
 ) -> None:
     """A false-positive judgement before the incident escalated is a process gap (and, in the
     process row, the direct cause: the warning was there); made while related evidence was red,

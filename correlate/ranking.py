@@ -137,7 +137,7 @@ class _Graph:
         self.causes = [order[edge.cause] for edge in edges]
         self.effects = [order[edge.effect] for edge in edges]
         self.lags = [edge.lag_seconds for edge in edges]
-        self.edge = edges.__getitem__
+        self.edge: Callable[[int], Edge] = edges.__getitem__
 
 
 def numbered_edges(

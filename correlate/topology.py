@@ -61,7 +61,7 @@ class Topology:
         """Record the links `scope` shows at time t; returns (kind, value, holds-from) of new or earlier links."""
         if not scope.pod:
             return []
-        changed: list[float] = []
+        changed: list[tuple[str, str, float]] = []
         ends = ([("node", self.pod_nodes, self.node_pods, scope.node)] if scope.node else []) + [
             ("gpu", self.pod_gpus, self.gpu_pods, gpu) for gpu in scope.gpus
         ]
