@@ -74,10 +74,10 @@ class ExporterFamilies(FamilyWriter):
         targets: list[tuple[Gpu, Pod | None, str, str]] = []
         seen = set()
         for dep in deps:
-            for pod in self.pods(dep):
-                if pod.gpu.uuid + pod.name not in seen:
-                    seen.add(pod.gpu.uuid + pod.name)
-                    targets.append((pod.gpu, pod, dep.name, "fb"))
+            for served in self.pods(dep):
+                if served.gpu.uuid + served.name not in seen:
+                    seen.add(served.gpu.uuid + served.name)
+                    targets.append((served.gpu, served, dep.name, "fb"))
         if not targets:
             return
         rows_used, rows_free = [], []
@@ -85,7 +85,7 @@ class ExporterFamilies(FamilyWriter):
             node = gpu.node
             usable = node.fb_mib - 512
             r = rng_for(tel.seed, "fb", gpu.uuid, pod.name if pod else "")
-            ls = dcgm_labels(gpu, pod)
+            labels = dcgm_labels(gpu, pod)
             key = pod.name if pod else gpu.uuid
             for t in self.grid(window):
                 if pod is not None and not tel.alive(pod, t):
@@ -97,8 +97,8 @@ class ExporterFamilies(FamilyWriter):
                     ratio = 0.006
                 noise = r.uniform(-0.002, 0.002) if abs(ratio - tel.base("fb", key)) < 1e-9 else 0.0
                 used = int(round(max(0.0, min(1.0, ratio + noise)) * usable))
-                rows_used.append(f"DCGM_FI_DEV_FB_USED{_labels(ls)} {used} {om_ts(t)}")
-                rows_free.append(f"DCGM_FI_DEV_FB_FREE{_labels(ls)} {usable - used} {om_ts(t)}")
+                rows_used.append(f"DCGM_FI_DEV_FB_USED{_labels(labels)} {used} {om_ts(t)}")
+                rows_free.append(f"DCGM_FI_DEV_FB_FREE{_labels(labels)} {usable - used} {om_ts(t)}")
         self.family("DCGM_FI_DEV_FB_USED", "gauge", "Framebuffer memory used (in MiB).")
         self.out.extend(rows_used)
         self.family("DCGM_FI_DEV_FB_FREE", "gauge", "Framebuffer memory free (in MiB).")
@@ -120,7 +120,7 @@ class ExporterFamilies(FamilyWriter):
         if xid_targets:
             self.family("DCGM_FI_DEV_XID_ERRORS", "gauge", "Value of the last XID error encountered.")
             for gpu, pod, window in xid_targets:
-                ls = dcgm_labels(gpu, pod)
+                labels = dcgm_labels(gpu, pod)
                 for t in self.grid(window):
                     if pod is not None and not tel.alive(pod, t):
                         continue
@@ -130,7 +130,7 @@ class ExporterFamilies(FamilyWriter):
                     for s, e, c in tel.xids[gpu.uuid]:
                         if s <= t < e:
                             code = c
-                    extra_ls = dict(ls)
+                    extra_ls = dict(labels)
                     if code:
                         extra_ls.update(
                             {"err_code": str(code), "err_msg": XID_TEXT.get(code, "Unknown Error")}

@@ -6,7 +6,7 @@ retargeted at alerts that fire then (`actions.jsonl`), the ground truth and the 
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeGuard
 
 from . import alertmanager as am
 from .core import MINUTE, NS, go_time, rng_for
@@ -103,7 +103,7 @@ def _actions(story: Story, first_seen: dict) -> str:
                 continue
             at = seen + 20 * NS
             at -= at % 1_000_000
-        row = {"at": go_time(at), "by": it.by, "action": it.action}
+        row: dict[str, object] = {"at": go_time(at), "by": it.by, "action": it.action}
         row.update(_ref(occ))
         for k, v in it.fields.items():
             if k == "into":
@@ -126,8 +126,11 @@ def _firing_member(
     delivered and firing at `at` (the intended one, else the root, else the earliest); when
     none fires yet, the responder acts just after the next one shows up."""
 
-    def firing(o: object, t: int) -> bool:
-        seen = story.first_firing.get(o.key) if isinstance(o, am.Occurrence) else None
+    def firing(o: am.Occurrence | Change | None, t: int) -> TypeGuard[am.Occurrence]:
+        """Whether `o` is an alert delivered and firing at `t`."""
+        if not isinstance(o, am.Occurrence):
+            return False
+        seen = story.first_firing.get(o.key)
         return seen is not None and seen <= t and (o.ends is None or o.ends > t)
 
     if firing(occ, at):

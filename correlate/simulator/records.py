@@ -5,12 +5,15 @@ and alerts when the story is built (`output.py`)."""
 from __future__ import annotations
 
 from dataclasses import dataclass, field
+from typing import Any
+
+from .alertmanager import Occurrence
 
 
 @dataclass
 class Change:
     at: int
-    body: dict
+    body: dict[str, Any]  # the Events API body, as changes.jsonl holds it
     fingerprint: str
     starts_at: str
     seq: int = 0
@@ -19,16 +22,16 @@ class Change:
 @dataclass
 class Incident:
     id: str
-    root: object = None
+    root: Occurrence | Change | None = None
     family: str = ""
-    members: list = field(default_factory=list)
+    members: list[Occurrence | Change] = field(default_factory=list)
 
 
 @dataclass
 class Intent:
     action: str
-    occ: object
+    occ: Occurrence | Change
     after_s: float | None
     at: int | None
     by: str
-    fields: dict
+    fields: dict[str, Any]  # the action's own fields: a level, a username, a text; `into`, `alerts`

@@ -20,9 +20,8 @@ from .metrics import (
 from .output import build_files
 from .records import Change, Incident, Intent
 from .rules import KINDS, Expr, Kind, interval_ns
+from .targets import Target, resolve, static_target
 from .world import Cluster, Deployment, Gpu, Node, Pod, World, translate
-
-Target = Pod | Deployment | Gpu | Node | tuple | dict
 
 PEAKS = {
     "frag": 0.38,
@@ -89,7 +88,7 @@ class Story:
         self.changes: list[Change] = []
         self.intents: list[Intent] = []
         self.incidents: list[Incident] = []
-        self.noise: list[object] = []
+        self.noise: list[am.Occurrence | Change] = []
         self.touched: dict[str, Deployment] = {}
         self.scope_times: dict[str, list[int]] = {}
         self.dense_marks: dict[str, list[int]] = {}
@@ -146,7 +145,7 @@ class Story:
         self.incidents.append(inc)
         return inc
 
-    def _place(self, item: object, inc: Incident | None, root: bool) -> None:
+    def _place(self, item: am.Occurrence | Change, inc: Incident | None, root: bool) -> None:
         if inc is None:
             self.noise.append(item)
             return
@@ -168,15 +167,15 @@ class Story:
     # -- rule choice ---------------------------------------------------------------------------
     def _style(
         self, cluster: Cluster, kind: Kind, labelled: bool | None, name_idx: int | None
-    ) -> tuple[str, dict]:
+    ) -> tuple[str, dict[str, str]]:
         key = kind.name
         if not cluster.style:
             # a cluster's rule packs: about half of its kinds come from the labelled platform pack
             r = rng_for(self.key, "style", cluster.name)
-            names = sorted(KINDS)
-            r.shuffle(names)
+            kinds = sorted(KINDS)
+            r.shuffle(kinds)
             flip = r.random() < 0.5
-            for i, name in enumerate(names):
+            for i, name in enumerate(kinds):
                 cluster.style[name] = (
                     (i % 2 == 0) != flip,
                     r.randrange(100),
@@ -188,7 +187,7 @@ class Story:
             lab = labelled
         names = kind.labelled_names if lab else kind.plain_names
         name = names[(name_idx if name_idx is not None else ni) % len(names)]
-        extra = {}
+        extra: dict[str, str] = {}
         if lab:
             extra["layer"] = kind.layers[li % len(kind.layers)]
             extra["failure_mode"] = kind.modes[mi % len(kind.modes)]
@@ -230,8 +229,7 @@ class Story:
         lag, `for` and eval ticks. `threshold` overrides the rule's (after a threshold edit)."""
         kind = KINDS[kind_name]
         expr: Expr = kind.slow if (slow and kind.slow) else kind.fast
-        dep, pod, gpu, node = _resolve(target)
-        cluster = dep.cluster if dep else node.cluster if node else target["cluster_obj"]
+        dep, pod, gpu, node, cluster = resolve(target)
         scope = self._scope(kind, target, dep, pod, gpu, node)
         starts = self._tick(cluster, kind, cross + (expr.lag_s + expr.for_s) * NS)
         if until is not None and until + expr.end_lag_s * NS <= starts + 60 * NS:
@@ -308,6 +306,14 @@ class Story:
         src = kind.source
         if isinstance(target, dict):
             return {k: v for k, v in target.items() if k != "cluster_obj"}
+        if src == "gpu" and gpu is not None:
+            return dcgm_labels(gpu, pod)
+        if src == "node" and node is not None:
+            return dict(
+                node_labels(node), device="/dev/nvme1n1", fstype="ext4", mountpoint="/var/lib/containerd"
+            )
+        if dep is None or pod is None:  # every other source watches a workload: a pod or a deployment
+            raise ValueError(f"no scope for {kind.name} on {target!r}")
         if src == "pod" or src == "hot":
             return vllm_labels(pod)
         if src == "frag":
@@ -317,8 +323,6 @@ class Story:
             if kind.name in ("oom_killed", "cuda_oom"):
                 labels["node"] = pod.node.name
             return labels
-        if src == "gpu":
-            return dcgm_labels(gpu, pod)
         if src == "deployment":
             return {"cluster": dep.cluster.name, "namespace": dep.namespace, "model_name": dep.served_name}
         if src == "service":
@@ -344,10 +348,6 @@ class Story:
                 "namespace": dep.namespace,
                 "deployment": dep.name,
             }
-        if src == "node":
-            return dict(
-                node_labels(node), device="/dev/nvme1n1", fstype="ext4", mountpoint="/var/lib/containerd"
-            )
         raise ValueError(f"no scope for {kind.name}")
 
     def _annotations(
@@ -395,28 +395,36 @@ class Story:
     ) -> None:
         until = until if until is not None else cross + 24 * 60 * MINUTE
         thr = kind.threshold if threshold is None else threshold
+        if thr is None:  # every kind that watches a signal has a threshold (rules.KINDS)
+            raise ValueError(f"{kind.name} watches {signal} with no threshold")
         direction = kind.direction
         keys: list[str]
         if signal == "fbfree":
+            assert pod is not None  # a GPU's framebuffer is watched with the pod using it
             usable = pod.gpu.node.fb_mib - 512
             signal, direction = "fb", "up"
             thr = 1 - 1024 / usable
             peak = 1 - (peak if peak < 1024 else 380) / usable
             keys = [pod.name]
         elif signal == "hot":
+            assert dep is not None and pod is not None  # a pod's share of its deployment's traffic
             n = len(dep.pods)
             thr = 2.0 * (n - 1) / (n - 2)
             peak = peak * (n - 1) / (n - peak)
             keys = [pod.name]
         elif signal == "dc" or signal == "disk":
-            keys = [dep.name if signal == "dc" else node.name]
+            watched = dep if signal == "dc" else node
+            assert watched is not None  # a deployment's disconnects, a node's disk
+            keys = [watched.name]
         elif kind.source in ("deployment", "service"):
+            assert dep is not None  # a deployment-level rule's target is its deployment
             keys = [p.name for p in (pods or dep.pods)]
             if signal in ("rep", "err"):
                 # a ratio over the whole deployment: the affected pods must go further for it to cross
                 scale = len(dep.pods) / len(keys)
                 thr, peak = thr * scale, max(peak, thr * scale * 1.6)
         else:
+            assert pod is not None  # any other signal is a pod's
             keys = [pod.name]
         for key in keys:
             self.tel.bump(signal, key, thr, peak, cross, until, direction, ramp_s=ramp_s, decay_s=decay_s)
@@ -566,30 +574,6 @@ def _num(value: float) -> str:
 class _SafeDict(dict):
     def __missing__(self, key: str) -> str:
         return "{" + key + "}"
-
-
-def _resolve(target: Target) -> tuple[Deployment | None, Pod | None, Gpu | None, Node | None]:
-    """(deployment, pod, gpu, node) for whatever a rule watches."""
-    if isinstance(target, Pod):
-        return target.deployment, target, target.gpu, target.gpu.node
-    if isinstance(target, Deployment):
-        return target, target.pods[0], target.pods[0].gpu, None
-    if isinstance(target, Gpu):
-        return None, None, target, target.node
-    if isinstance(target, Node):
-        return None, None, None, target
-    if isinstance(target, tuple):  # (gpu, pod)
-        gpu, pod = target
-        return pod.deployment, pod, gpu, gpu.node
-    return None, None, None, None
-
-
-def static_target(cluster: Cluster, labels: dict[str, str]) -> dict:
-    """A target for rules whose series the story does not model (blackbox, jobs, node-exporter)."""
-    d = {"cluster": cluster.name}
-    d.update(labels)
-    d["cluster_obj"] = cluster
-    return d
 
 
 __all__ = ["Change", "Incident", "Story", "static_target"]

@@ -211,7 +211,8 @@ class Cluster:
     namespaces: list[str] = field(default_factory=list)
     nodes: list[Node] = field(default_factory=list)
     deployments: list[Deployment] = field(default_factory=list)
-    style: dict[str, int] = field(default_factory=dict)
+    # Per rule kind: (from the labelled platform pack, name, layer and mode choice); see Story._style.
+    style: dict[str, tuple[bool, int, int, int]] = field(default_factory=dict)
     synonyms: dict[str, int] = field(default_factory=dict)
     dcgm_pods: dict[str, str] = field(default_factory=dict)
     dcgm_host_label: str = "Hostname"
