@@ -376,7 +376,8 @@ def _relations(raw: Any, where: str) -> frozenset[str]:
     unknown = [name for name in names if name not in SCOPE_RELATIONS]
     if unknown:
         raise CatalogError(
-            f"{where}: unknown relation(s) {', '.join(map(str, unknown))}; known: {', '.join(SCOPE_RELATIONS)}"
+            f"{where}: unknown relation(s) {', '.join(map(str, unknown))}; "
+            f"known: {', '.join(SCOPE_RELATIONS)}"
         )
     return frozenset(names)
 

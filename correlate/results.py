@@ -8,7 +8,6 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Union
 
 from correlate.scope import Scope
 
@@ -41,7 +40,7 @@ class FalsePositive:
     alert_key: str
 
 
-Decision = Union[Merge, Split, Exclude, FalsePositive]
+Decision = Merge | Split | Exclude | FalsePositive
 
 
 @dataclass(frozen=True)

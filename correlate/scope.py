@@ -339,7 +339,8 @@ def _model(labels: Mapping[str, str]) -> str:
 
 
 def _model_of_path(path: str) -> str:
-    """'/mnt/models' -> '' and '/models/Llama-3.1-8B' -> 'Llama-3.1-8B'; HF cache 'models--org--name' -> 'name'."""
+    """'/mnt/models' -> '' and '/models/Llama-3.1-8B' -> 'Llama-3.1-8B'; HF cache
+    'models--org--name' -> 'name'."""
     for part in reversed([p for p in path.split("/") if p]):
         if part.startswith("models--"):
             return part.rsplit("--", 1)[-1]

@@ -58,7 +58,8 @@ class Topology:
     gpu_changed: dict[str, int] = field(default_factory=dict)
 
     def learn(self, scope: Scope, t: float) -> list[tuple[str, str, float]]:
-        """Record the links `scope` shows at time t; returns (kind, value, holds-from) of new or earlier links."""
+        """Record the links `scope` shows at time t; returns (kind, value, holds-from) of new or
+        earlier links."""
         if not scope.pod:
             return []
         changed: list[tuple[str, str, float]] = []

@@ -239,7 +239,8 @@ def poller(
 
 
 CELERY_DONE = re.compile(
-    r"incidents\.(correlate_key|process_pending_deliveries|process_delivery)\[[^\]]+\] succeeded in ([0-9.]+)s"
+    r"incidents\.(correlate_key|process_pending_deliveries|process_delivery)"
+    r"\[[^\]]+\] succeeded in ([0-9.]+)s"
 )
 RUN_PATH = re.compile(r"correlated \S* from the (kept state|window \([^)]*\))")
 

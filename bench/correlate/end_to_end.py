@@ -5,10 +5,10 @@ For every alert, the time from the 202 of the delivery that carried it to the mo
 `incident_id` set, under an Alertmanager storm against a production-like Rootline (`bin/serve`, as
 `make serve` runs it), on a fresh PostgreSQL database and a flushed Redis database of its own.
 
-    .venv/bin/python bench/correlate/end_to_end.py                       # storm (5,000/s, 25 s) + steady (500/s, 25 s)
+    .venv/bin/python bench/correlate/end_to_end.py  # storm (5,000/s, 25 s) + steady (500/s, 25 s)
     .venv/bin/python bench/correlate/end_to_end.py --case storm --rate 5000 --seconds 25
     .venv/bin/python bench/correlate/end_to_end.py --case steady --rate 500 --seconds 25
-    .venv/bin/python bench/correlate/end_to_end.py --case storm --profile      # + py-spy of both workers
+    .venv/bin/python bench/correlate/end_to_end.py --case storm --profile  # + py-spy of both workers
 
 Each case, all on 127.0.0.1 and bounded in count (rate x seconds alerts) and time (--seconds of
 sending, --drain-timeout of waiting), every process it starts stopped on exit:
@@ -213,7 +213,9 @@ def am_alert(labels: dict[str, str], starts: datetime) -> dict:
         "labels": labels,
         "annotations": {
             "summary": f"{name} on {where}",
-            "description": f"{name} has been firing for {where} in {labels['cluster']} for more than 2 minutes.",
+            "description": (
+                f"{name} has been firing for {where} in {labels['cluster']} for more than 2 minutes."
+            ),
             "runbook_url": f"https://runbooks.example.com/llm/{name.lower()}",
         },
         "startsAt": iso(starts),
@@ -443,7 +445,8 @@ def run_case(args, case: str, rate: float, seconds: float, work: Path) -> dict:
                 "'in_incident',(SELECT count(*) FROM incidents_alert WHERE incident_id IS NOT NULL),"
                 "'not_correlated',(SELECT count(*) FROM incidents_alert WHERE NOT correlated),"
                 "'incidents',(SELECT count(*) FROM incidents_incident),"
-                "'deliveries_not_processed',(SELECT count(*) FROM incidents_delivery WHERE status <> 'processed'))",
+                "'deliveries_not_processed',"
+                "(SELECT count(*) FROM incidents_delivery WHERE status <> 'processed'))",
                 db,
             )
         )
@@ -517,8 +520,10 @@ def main() -> int:
         "--poll-share",
         type=float,
         default=0.05,
-        help="most of the time the poller's queries may take (0.5 until 2026-11-29 23:40, 0.1 until 2026-11-30 08:40: "
-        "its queries took 4-7 s of PostgreSQL's CPU in a 5,000/s storm; coarser polls only ever lengthen the latencies measured)",
+        help="most of the time the poller's queries may take "
+        "(0.5 until 2026-11-29 23:40, 0.1 until 2026-11-30 08:40: "
+        "its queries took 4-7 s of PostgreSQL's CPU in a 5,000/s storm; "
+        "coarser polls only ever lengthen the latencies measured)",
     )
     ap.add_argument("--drain-timeout", type=float, default=240)
     ap.add_argument("--seed", type=int, default=7)

@@ -114,7 +114,7 @@ class Renderer(ExporterFamilies):
         for name, chosen in by_engine("vllm:request_success", "success"):
             self._all_deps = chosen
             self._success(name)
-        for name, chosen in by_engine("vllm:spec_decode_num_draft_tokens", "spec"):
+        for _name, chosen in by_engine("vllm:spec_decode_num_draft_tokens", "spec"):
             self._all_deps = chosen
             self._spec()
         self._all_deps = deps
@@ -253,7 +253,7 @@ class Renderer(ExporterFamilies):
                     for k in acc:
                         rows[k].append(f"{int(acc[k])} {om_ts(t)}")
                 if dep.engine == "sglang":  # sglang:num_requests_total has no finished_reason
-                    totals = zip(*(rows[k] for k in acc))
+                    totals = zip(*(rows[k] for k in acc), strict=True)  # one row a key per sample time
                     ls = _labels(base)
                     for parts in totals:
                         n = sum(int(p.split(" ")[0]) for p in parts)

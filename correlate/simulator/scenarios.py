@@ -291,7 +291,8 @@ def sc_march(s: Story) -> None:
         frag,
         at=T + 47 * M,
         by=oncall,
-        text="fragmentation alert again; threshold was raised today, looks like noise. Judged false positive.",
+        text="fragmentation alert again; threshold was raised today, looks like noise. "
+        "Judged false positive.",
     )
     s.act("false_positive", frag, at=T + 47 * M + 20 * NS, by=oncall)
     s.act("severity", ooms[0], at=T + 62 * M, by=oncall, level="critical")
