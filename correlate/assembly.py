@@ -6,6 +6,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from datetime import UTC, datetime
+from typing import TYPE_CHECKING
 
 from correlate.entries import (
     _Entry,
@@ -23,8 +24,21 @@ from correlate.results import (
 )
 from correlate.timing import as_utc
 
+if TYPE_CHECKING:
+    from correlate.catalog import Catalog
+    from correlate.partition import _Partition
+
 
 class _Assembly:
+    """The assembly half of `Correlator`, which sets the state below in its __init__."""
+
+    catalog: Catalog
+    _partitions: dict[str, _Partition]
+    _entries: dict[str, _Entry]
+    _decisions: list[Decision]
+    _excluded: set[str]
+    _false_positive: set[str]
+
     @property
     def excluded_keys(self) -> frozenset[str]:
         return frozenset(self._excluded)

@@ -30,7 +30,7 @@ from correlate.catalog import Catalog, load_catalog
 from correlate.engine import Correlator
 from correlate.events import Alert, occurrence_key
 from correlate.results import Decision, Incident, Merge, Split
-from correlate.topology import cluster_of as topology_cluster_of
+from correlate.scope import cluster_of as topology_cluster_of
 
 # Below this many alerts a fork, pickling and unpickling cost more than the second core saves.
 MIN_ALERTS_TO_SPLIT = 5_000

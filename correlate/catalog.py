@@ -376,7 +376,8 @@ def _relations(raw: Any, where: str) -> frozenset[str]:
     unknown = [name for name in names if name not in SCOPE_RELATIONS]
     if unknown:
         raise CatalogError(
-            f"{where}: unknown relation(s) {', '.join(map(str, unknown))}; known: {', '.join(SCOPE_RELATIONS)}"
+            f"{where}: unknown relation(s) {', '.join(map(str, unknown))}; "
+            f"known: {', '.join(SCOPE_RELATIONS)}"
         )
     return frozenset(names)
 
@@ -384,7 +385,7 @@ def _relations(raw: Any, where: str) -> frozenset[str]:
 def _build_matcher(raw: Mapping[str, Any], modes: Mapping[str, ModeInfo], layers: tuple[str, ...]) -> Matcher:
     matcher_id = str(raw.get("id") or raw.get("mode") or "?")
     mode = raw.get("mode")
-    if mode not in modes:
+    if not isinstance(mode, str) or mode not in modes:
         raise CatalogError(f"matchers.{matcher_id}: unknown failure mode {mode!r}")
     layer = raw.get("layer") or modes[mode].layer
     if layer not in layers:

@@ -11,12 +11,21 @@ import json
 import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from re import _constants as _sre_constants  # the expression parser: what every match of a pattern contains
-from re import _parser as _sre_parser
+from typing import TYPE_CHECKING
 from urllib.parse import parse_qsl, urlsplit
 
 from correlate.catalog import Catalog, Matcher, load_catalog
 from correlate.events import Alert
+
+# The expression parser: what every match of a pattern contains. Python 3.11 keeps it as
+# re._parser and re._constants (sre_parse and sre_constants are deprecated aliases of them);
+# typeshed describes it under the old names only.
+if TYPE_CHECKING:
+    import sre_constants as _sre_constants
+    import sre_parse as _sre_parser
+else:
+    from re import _constants as _sre_constants
+    from re import _parser as _sre_parser
 
 SLO_MARKER = "@slo"
 # Labels naming the SLO a generated burn-rate alert is about (Sloth's `sloth_slo`, Pyrra's `slo`):
@@ -275,8 +284,8 @@ def required_literal(pattern: re.Pattern[str]) -> str:
     except Exception:  # noqa: BLE001 - an internal parser's surprise only costs the shortcut
         return ""
     best = run = ""
-    for op, value in items:
-        if op is _sre_constants.LITERAL and value < 128:
+    for op, value in items.data:
+        if op is _sre_constants.LITERAL and isinstance(value, int) and value < 128:  # its code point
             run += chr(value)
             if len(run) > len(best):
                 best = run

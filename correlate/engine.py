@@ -32,11 +32,11 @@ from correlate.results import (
     FalsePositive,
     Incident,
 )
-from correlate.timing import as_utc, lookback
-from correlate.topology import (
+from correlate.scope import (
     Scope,
     scope_of,
 )
+from correlate.timing import as_utc, lookback
 
 __all__ = ["Correlator"]
 
@@ -50,6 +50,8 @@ class Correlator(_LinkRules, _Assembly):
     """
 
     def __init__(self, catalog: Catalog | None = None, decisions: Iterable[Decision] = ()) -> None:
+        # What the linking and assembly halves read is declared, with its type, on them
+        # (linking._LinkRules, assembly._Assembly).
         self.catalog = catalog or load_catalog()
         self.classifier = Classifier(self.catalog)
         settings = self.catalog.settings
@@ -73,7 +75,7 @@ class Correlator(_LinkRules, _Assembly):
         self.window = max(other_lags + [self.same_mode_window, self.tight_window]) + self.slack
         self.change_window = max((r.max_lag.total_seconds() for r in change_rules), default=0.0)
         self._pair_window = self._pair_windows()
-        self._pair_window_by_later: dict[str, dict[str, float]] = {}
+        self._pair_window_by_later = {}
         for (earlier, later), gap in self._pair_window.items():
             self._pair_window_by_later.setdefault(later, {})[earlier] = gap
         self._reach_by_later = {
@@ -85,28 +87,26 @@ class Correlator(_LinkRules, _Assembly):
         }
         self.implied_by_same_pod = self._kinds_implied_by_same_pod()
         self.scan_stamp = 0
-        self._relations_cache: dict[tuple, tuple] = {}
+        self._relations_cache = {}
         self._prepared: dict[tuple, tuple] = {}
-        self._window_lists: dict[str, list[float]] = {}
-        self._tables: dict[str, tuple] = {}
+        self._window_lists = {}
+        self._tables = {}
         self._scope_keys: dict[int, tuple] = {}  # scope id -> (its sorted bucket keys, the scope)
-        self._link_plans: dict[str, list[tuple[tuple, tuple]]] = {}
-        self._pair_plans: dict[
-            tuple, tuple
-        ] = {}  # (relations, earlier mode id, later mode id) -> _pair_plan()
-        self._link_needs: dict[str, list[tuple[float, bool, bool]]] = {}
-        self._apart_needs: dict[str, list[tuple[float, bool, bool]]] = {}
-        self._local_rules: dict[str, list[bool]] = {}
-        self._wide_modes: dict[str, list[bool]] = {}
+        self._link_plans = {}
+        self._pair_plans = {}  # (relations, earlier mode id, later mode id) -> _pair_plan()
+        self._link_needs = {}
+        self._apart_needs = {}
+        self._local_rules = {}
+        self._wide_modes = {}
         self._scope_shapes: dict[tuple, Scope] = {}
         self._scopes: dict[tuple, Scope] = {}
         self._lookbacks: dict[tuple, timedelta] = {}
-        self._partitions: dict[str, _Partition] = {}
+        self._partitions = {}
         self.signatures_before: dict[str, tuple] = {}
-        self._entries: dict[str, _Entry] = {}
-        self._decisions: list[Decision] = []
-        self._excluded: set[str] = set()
-        self._false_positive: set[str] = set()
+        self._entries = {}
+        self._decisions = []
+        self._excluded = set()
+        self._false_positive = set()
         self.rule_pairs = {
             pair: tuple((r.id, r.max_lag.total_seconds(), r.scope) for r in self.catalog.rules_for(*pair))
             for pair in {(a, b) for a in self.catalog.modes for b in self.catalog.modes}

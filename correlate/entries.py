@@ -15,11 +15,11 @@ from correlate.results import (
     Edge,
     Member,
 )
-from correlate.timing import MAX_LOOKBACK, as_utc
-from correlate.topology import (
+from correlate.scope import (
     Scope,
     gateway_key,
 )
+from correlate.timing import MAX_LOOKBACK, as_utc
 
 if TYPE_CHECKING:
     from correlate.partition import _Partition
@@ -126,7 +126,7 @@ class _Entry:
         self.placement: tuple | None = None
         self.member: Member | None = None
         self.member_end: float | None = None
-        self.index_keys: tuple[tuple[str, str], ...] = ()
+        self.index_keys: Sequence[tuple[str, str]] = ()  # a tuple (a list only inside `_reindex`)
         self.edges: list[list] = []  # [cause, effect, rule, lag, relation, Edge or None]
         self.links: list[_Entry] = []
         self.undo: list[tuple] = []
@@ -147,7 +147,7 @@ class _Entry:
         self.scan_version = -1  # and the topology's version then (see _Partition._scan_keys_now)
 
 
-class _ModeList(list):
+class _ModeList(list[_Entry]):
     """One mode's alerts of a workload/model bucket, in event-time order, with same-component runs.
 
     `starts[i]` is where the run holding alert i begins: alerts starts[i]..i were all in one

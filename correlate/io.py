@@ -116,15 +116,15 @@ def read_alerts(paths: Iterable[str | Path]) -> list[Alert]:
                         seen[opened] = alert_ended(seen[opened], alert.ends_at)
                     continue
                 if kind == TRIGGER and alert.fingerprint in firing:
-                    opened = seen[firing[alert.fingerprint]]
-                    seen[opened.key] = Alert(
-                        opened.fingerprint,
-                        opened.starts_at,
+                    held = seen[firing[alert.fingerprint]]
+                    seen[held.key] = Alert(
+                        held.fingerprint,
+                        held.starts_at,
                         alert.labels,
                         alert.annotations,
                         None,
                         FIRING,
-                        alert.generator_url or opened.generator_url,
+                        alert.generator_url or held.generator_url,
                     )
                     continue
                 known = seen.get(alert.key)

@@ -4,6 +4,8 @@ rule or same-trouble link, with the tables derived from the catalog that make a 
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 from correlate.entries import (
     _BACKWARD,
     _FORWARD,
@@ -20,9 +22,51 @@ from correlate.topology import (
     relations,
 )
 
+if TYPE_CHECKING:
+    from correlate.catalog import Catalog
+
+# A rule as the linking tables hold it: (rule id, max lag in seconds, scope relations).
+_RulePlan = tuple[str, float, frozenset[str]]
+# Per earlier mode's number: (widest forward rule lag or -1, any backward rule, same mode).
+_Need = tuple[float, bool, bool]
+# What `scan_tables` answers, in its order (see there).
+_ScanTables = tuple[
+    list[float], list[_Need], list[_Need], list[bool], list[bool], list[bool], float, list[bool]
+]
+
 
 class _LinkRules:
-    def scan_tables(self, later: str) -> tuple:
+    """The linking half of `Correlator`, which sets the settings and tables below in its __init__."""
+
+    catalog: Catalog
+    slack: float
+    same_mode_window: float
+    tight_window: float
+    reorder: float
+    rule_edit_window: float
+    rule_edit_causal: float
+    quiet: float
+    max_idle: float
+    max_span: float
+    window: float
+    change_window: float
+    same_mode_scope: frozenset[str]
+    _same_mode_scopes: dict[str, frozenset[str]]
+    rule_pairs: dict[tuple[str, str], tuple[_RulePlan, ...]]
+    _pair_window: dict[tuple[str, str], float]
+    _pair_window_by_later: dict[str, dict[str, float]]
+    _reach_by_later: dict[str, float]
+    _relations_cache: dict[tuple, tuple]
+    _window_lists: dict[str, list[float]]
+    _tables: dict[str, _ScanTables]
+    _link_plans: dict[str, list[tuple[tuple[_RulePlan, ...], tuple[_RulePlan, ...]]]]
+    _pair_plans: dict[tuple, tuple]  # (relations, earlier mode id, later mode id) -> _pair_plan()
+    _link_needs: dict[str, list[_Need]]
+    _apart_needs: dict[str, list[_Need]]
+    _local_rules: dict[str, list[bool]]
+    _wide_modes: dict[str, list[bool]]
+
+    def scan_tables(self, later: str) -> _ScanTables:
         """A scan's lookups for a `later` alert, in one read (see _Partition._process): they change
         only when a new failure mode gets a number."""
         found = self._tables.get(later)
@@ -43,7 +87,7 @@ class _LinkRules:
         return found
 
     @staticmethod
-    def _tight_only_for(needs: list[tuple[float, bool, bool]]) -> list[bool]:
+    def _tight_only_for(needs: list[_Need]) -> list[bool]:
         """Per earlier mode's number: whether only one pod or one GPU can link it with the later
         mode (no rule either way, two modes): `_link` of such a pair on neither finds nothing."""
         return [need == (-1.0, False, False) for need in needs]
@@ -73,7 +117,7 @@ class _LinkRules:
             self._wide_modes[later] = found
         return found
 
-    def _needs_for(self, later: str) -> list[tuple[float, bool, bool]]:
+    def _needs_for(self, later: str) -> list[_Need]:
         """Per earlier mode's number: (widest forward rule lag or -1, any backward rule, same mode)."""
         found = self._link_needs.get(later)
         if found is None or len(found) != len(_MODE_IDS):
@@ -88,7 +132,7 @@ class _LinkRules:
             self._link_needs[later] = found
         return found
 
-    def _apart_needs_for(self, later: str) -> list[tuple[float, bool, bool]]:
+    def _apart_needs_for(self, later: str) -> list[_Need]:
         """`_needs_for` for an earlier alert on another pod, GPU and node than `later`'s: only
         rules whose scope reaches beyond one pod/GPU/node can still link such a pair causally."""
         found = self._apart_needs.get(later)
@@ -119,7 +163,7 @@ class _LinkRules:
             self._local_rules[later] = found
         return found
 
-    def _plans_for(self, later: str) -> list[tuple[tuple, tuple]]:
+    def _plans_for(self, later: str) -> list[tuple[tuple[_RulePlan, ...], tuple[_RulePlan, ...]]]:
         """Per earlier mode's number: (rules earlier -> later, rules later -> earlier)."""
         found = self._link_plans.get(later)
         if found is None or len(found) != len(_MODE_IDS):

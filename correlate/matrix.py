@@ -9,7 +9,7 @@ made by people, and changes with their review and staging flags.
 from __future__ import annotations
 
 import re
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from datetime import datetime
 
@@ -120,7 +120,8 @@ def suggest_matrix(
     if missing:
         draft("process").add(
             "process_gap",
-            f"runbook did not cover the scenario: no runbook for {', '.join(dict.fromkeys(a.alertname for a in missing))}",
+            "runbook did not cover the scenario: no runbook for "
+            f"{', '.join(dict.fromkeys(a.alertname for a in missing))}",
             [("alert", a.id) for a in missing],
         )
 
@@ -164,7 +165,11 @@ def _layer_causes(
         primary = in_layer_root or alerts[0]
         primary_mode = primary.failure_mode or "other"
         same_mode = [a for a in alerts if a.failure_mode == primary.failure_mode]
-        text = f"{texts.DIRECT.get(primary_mode, catalog.modes[primary_mode].label if primary_mode in catalog.modes else primary_mode)} ({_names(same_mode)}, from {_hm(same_mode[0].starts_at)})"
+        mode_label = catalog.modes[primary_mode].label if primary_mode in catalog.modes else primary_mode
+        text = (
+            f"{texts.DIRECT.get(primary_mode, mode_label)} "
+            f"({_names(same_mode)}, from {_hm(same_mode[0].starts_at)})"
+        )
         d.add("direct_cause", text, [("alert", a.id) for a in same_mode])
         if primary_mode in texts.DEFECT:
             d.add(
@@ -188,12 +193,12 @@ def _change_text(change: AlertFact) -> str:
 
 
 def _change_gaps(
-    drafts,
+    drafts: dict[str, _Draft],
     changes: list[AlertFact],
     fired: list[AlertFact],
     first_alert_at: datetime | None,
     catalog: Catalog,
-    draft,
+    draft: Callable[[str], _Draft],
 ) -> None:
     """Unreviewed threshold edits and changes not verified in staging, made before the first alert,
     go to the row of the layer whose alerts the edited rule raises (else the process row)."""
@@ -216,7 +221,11 @@ def _change_gaps(
 
 
 def _judgement_rows(
-    draft, fired: list[AlertFact], reds: list[Crossing], actions: Sequence[ActionFact], root: AlertFact | None
+    draft: Callable[[str], _Draft],
+    fired: list[AlertFact],
+    reds: list[Crossing],
+    actions: Sequence[ActionFact],
+    root: AlertFact | None,
 ) -> None:
     """A false-positive judgement before the incident escalated is a process gap (and, in the
     process row, the direct cause: the warning was there); made while related evidence was red,
@@ -241,12 +250,14 @@ def _judgement_rows(
         if escalation is not None:
             draft("process").add(
                 "direct_cause",
-                f"{who} judged {judged.alertname} a false positive at {_hm(action.at)}; {escalation.alertname} followed at {_hm(escalation.starts_at)}",
+                f"{who} judged {judged.alertname} a false positive at {_hm(action.at)}; "
+                f"{escalation.alertname} followed at {_hm(escalation.starts_at)}",
                 [("action", action.id), ("alert", judged.id), ("alert", escalation.id)],
             )
             draft("process").add(
                 "process_gap",
-                f"alert judged false positive before the incident escalated ({judged.alertname}, {_hm(action.at)})",
+                "alert judged false positive before the incident escalated "
+                f"({judged.alertname}, {_hm(action.at)})",
                 [("action", action.id), ("alert", judged.id)],
             )
         red_before = [c for c in reds if c.at <= action.at]

@@ -25,8 +25,13 @@ DIRECT = {
 }
 
 DEFECT = {
-    "kv_fragmentation": "no fragmentation reclamation (no defragmenter, no compaction) and no dynamic block size",
-    "oom": "no admission control on KV bytes: sequences admitted beyond the free KV budget, no ~10% free-block reserve",
+    "kv_fragmentation": (
+        "no fragmentation reclamation (no defragmenter, no compaction) and no dynamic block size"
+    ),
+    "oom": (
+        "no admission control on KV bytes: sequences admitted beyond the free KV budget, "
+        "no ~10% free-block reserve"
+    ),
     "preemption": "one preemption policy for all lengths (recompute short < 2K, swap long > 8K)",
     "timeout": "requests not reaped on client disconnect; no chunked prefill",
     "hot_instance": "prefix-hash routing without prefix-aware balancing",

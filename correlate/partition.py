@@ -155,7 +155,7 @@ class _Partition(_Rewind):
         kept = _Kept(x, self)
         marks = kept.marks
         reorder, slack, x_depth = engine.reorder, engine.slack, x.cls.depth
-        read_runs: dict[tuple[int, int], list[_Entry]] = {}
+        read_runs: dict[tuple[int, int], _ModeList] = {}
         scan_keys = x.scan_keys = self._scan_keys(x, x.own_scan) if x_mode != "change" else ()
         x.scan_version = topology.version
         for index_key in scan_keys:
@@ -240,7 +240,9 @@ class _Partition(_Rewind):
                                     # ruled it out), a shallower older alert may still want it.
                                     if not mark & _BACKWARD:
                                         continue
-                                    sources = run.sources
+                                    # `starts` is set only for a _ModeList run (its type is checked
+                                    # once per run, above, not once per alert here).
+                                    sources = run.sources  # type: ignore[attr-defined]
                                     newest = bisect.bisect_left(sources, at) - 1
                                     if newest >= 0 and sources[newest] >= start:
                                         start = sources[newest] + 1
@@ -251,7 +253,8 @@ class _Partition(_Rewind):
                                 ):
                                     # The reverse list iterator's state is the index it yields
                                     # next: setting it passes the run in one step, not one by one.
-                                    newest_first.__setstate__(start - 1)
+                                    # (A list_reverseiterator method typeshed's `reversed` lacks.)
+                                    newest_first.__setstate__(start - 1)  # type: ignore[attr-defined]
                             continue
                     if not placed:  # _placement_at(y, x_t), inline: it runs for every neighbour compared
                         pod = y.scope.pod
@@ -317,7 +320,7 @@ class _Partition(_Rewind):
         group = self.agg[x.key] = [x.t, x.t, 1 if x.end_t is None else 0, self._influence_end(x), [x]]
         x.undo.append(("new", x.key, group))
 
-    def _index(self, x: _Entry, keys: tuple[tuple[str, str], ...]) -> None:
+    def _index(self, x: _Entry, keys: Sequence[tuple[str, str]]) -> None:
         """x joins its buckets (and a dense bucket's per-mode list, with its run start) after its scan."""
         if x.mode == "change":
             self.changes.append(x)
@@ -385,8 +388,8 @@ class _Partition(_Rewind):
 
     @staticmethod
     def _unread_runs(
-        modes: dict[int, list[_Entry]], readable: list[bool], read_runs: dict[tuple[int, int], list[_Entry]]
-    ) -> list[list[_Entry]]:
+        modes: dict[int, _ModeList], readable: list[bool], read_runs: dict[tuple[int, int], _ModeList]
+    ) -> list[_ModeList]:
         """A dense bucket's readable per-mode lists that this scan has not read already.
 
         Model names reduce to several gateway keys whose buckets often hold the very same

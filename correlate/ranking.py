@@ -70,7 +70,7 @@ def rank_numbered(
         return _rank_only(members[0], catalog)
     total_others = max(len(members) - 1, 1)
     wanted = max(1, catalog.settings.max_candidates)
-    caused = {effect for cause, effect in zip(graph.causes, graph.effects) if cause != effect}
+    caused = {effect for cause, effect in zip(graph.causes, graph.effects, strict=True) if cause != effect}
     depth = [m.depth for m in members]
 
     def deepest_first(i: int) -> tuple[int, int]:
@@ -137,7 +137,7 @@ class _Graph:
         self.causes = [order[edge.cause] for edge in edges]
         self.effects = [order[edge.effect] for edge in edges]
         self.lags = [edge.lag_seconds for edge in edges]
-        self.edge = edges.__getitem__
+        self.edge: Callable[[int], Edge] = edges.__getitem__
 
 
 def numbered_edges(
@@ -257,7 +257,7 @@ class _Reachability:
         for root in component:
             size[root] += 1
         after: dict[int, set[int]] = {}
-        for cause, effect in zip(graph.causes, graph.effects):
+        for cause, effect in zip(graph.causes, graph.effects, strict=True):
             cause, effect = component[cause], component[effect]
             if cause != effect:
                 found = after.get(cause)
@@ -332,7 +332,7 @@ def _chain(members: list[Member], graph: _Graph, root: int) -> tuple[str, ...]:
     count = len(members)
     indegree = [0] * count
     successors: dict[int, list[int]] = {}
-    for cause, effect in zip(graph.causes, graph.effects):
+    for cause, effect in zip(graph.causes, graph.effects, strict=True):
         found = successors.get(cause)
         if found is None:
             successors[cause] = [effect]
@@ -397,7 +397,10 @@ def explain(
         f"{label} ({root.alertname or root.key}) on {root.scope.describe()} from {_clock(root.onset)}"
     )
     if size == 1:
-        return f"{root.alertname or root.key} on {root.scope.describe()} from {_clock(root.onset)} is this incident's only alert ({label})."
+        return (
+            f"{root.alertname or root.key} on {root.scope.describe()} from {_clock(root.onset)} "
+            f"is this incident's only alert ({label})."
+        )
     if not outgoing and through is not None:
         kin, kin_edges = through
         edge = min(kin_edges, key=lambda e: (by_key[e.effect].onset, e.effect))
@@ -406,7 +409,8 @@ def explain(
         return (
             f"{cause_words} is the same trouble as {kin.alertname or kin.key} on {kin.scope.describe()} from "
             f"{_clock(kin.onset)}, which {effect.alertname or effect.key} on {effect.scope.describe()} at "
-            f"{_clock(effect.starts_at)} followed (rule {edge.rule}, lag {_lag_words(edge.lag_seconds)}, {relation}); "
+            f"{_clock(effect.starts_at)} followed "
+            f"(rule {edge.rule}, lag {_lag_words(edge.lag_seconds)}, {relation}); "
             f"it explains {reach} of the other {size - 1} alert(s)."
         )
     if not outgoing:
@@ -418,7 +422,8 @@ def explain(
     effect = by_key[edge.effect]
     relation = RELATION_WORDS.get(edge.relation, edge.relation.replace("_", " "))
     return (
-        f"{effect.alertname or effect.key} on {effect.scope.describe()} at {_clock(effect.starts_at)} followed "
+        f"{effect.alertname or effect.key} on {effect.scope.describe()} "
+        f"at {_clock(effect.starts_at)} followed "
         f"{cause_words} (rule {edge.rule}, lag {_lag_words(edge.lag_seconds)}, {relation}); "
         f"it explains {reach} of the other {size - 1} alert(s)."
     )

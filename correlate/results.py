@@ -8,9 +8,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 from datetime import datetime
-from typing import Union
 
-from correlate.topology import Scope
+from correlate.scope import Scope
 
 
 @dataclass(frozen=True)
@@ -41,7 +40,7 @@ class FalsePositive:
     alert_key: str
 
 
-Decision = Union[Merge, Split, Exclude, FalsePositive]
+Decision = Merge | Split | Exclude | FalsePositive
 
 
 @dataclass(frozen=True)

@@ -5,13 +5,15 @@ unindex and relink; `_Replay`, which entries must be linked again)."""
 from __future__ import annotations
 
 import bisect
+from collections.abc import Sequence
 from itertools import islice
 from typing import TYPE_CHECKING
 
-from correlate.entries import _WIDE_KEYS, _Entry, _sort_key
+from correlate.entries import _WIDE_KEYS, _Entry, _ModeList, _sort_key
 
 if TYPE_CHECKING:
-    from correlate.partition import _Partition
+    from correlate.engine import Correlator
+    from correlate.topology import Topology
 
 
 _STORM_GROUP = 256  # a partial replay tainting a group this big links everything after again
@@ -19,7 +21,30 @@ _STORM_GROUP = 256  # a partial replay tainting a group this big links everythin
 
 class _Rewind:
     """The rollback half of `_Partition` (correlate/partition.py): undoing entries from a point
-    in event time and deciding what must be linked again."""
+    in event time and deciding what must be linked again.
+
+    It works on the partition's state and calls back into its linking, declared here as
+    `_Partition` sets and defines them."""
+
+    engine: Correlator
+    entries: list[_Entry]
+    sort_keys: list[tuple[float, str]]
+    index: dict[tuple[str, str], list[_Entry]]
+    by_mode: dict[tuple[str, str], dict[int, _ModeList]]
+    pod_node: dict[tuple[str, str], str]
+    changes: list[_Entry]
+    topology: Topology
+    parent: dict[str, str]
+    size: dict[str, int]
+    agg: dict[str, list]
+
+    if TYPE_CHECKING:
+
+        def find(self, key: str) -> str: ...
+        def _place(self, x: _Entry) -> None: ...
+        def _process(self, x: _Entry) -> None: ...
+        def _index(self, x: _Entry, keys: Sequence[tuple[str, str]]) -> None: ...
+        def _scan_keys_now(self, x: _Entry) -> Sequence[tuple[str, str]]: ...
 
     def _replay_for(self, suffix: list[_Entry], touched: list[_Entry]) -> _Replay | None:
         """With the topology as it was, most alerts after a late one can repeat what they did
@@ -277,7 +302,7 @@ class _Replay:
         "cut",
     )
 
-    def __init__(self, partition: _Partition, suffix: list[_Entry], touched: list[_Entry]) -> None:
+    def __init__(self, partition: _Rewind, suffix: list[_Entry], touched: list[_Entry]) -> None:
         self.partition = partition
         engine = partition.engine
         self.before = engine.signatures_before

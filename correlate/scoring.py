@@ -174,6 +174,7 @@ def format_table(scores: Sequence[Score]) -> str:
     lines = ["method              precision  recall  pairwise_f1  root_top1  true_incidents"]
     for s in scores:
         lines.append(
-            f"{s.method:<19} {s.precision:9.3f} {s.recall:7.3f} {s.f1:12.3f} {s.root_top1:10.3f} {s.incidents:15d}"
+            f"{s.method:<19} {s.precision:9.3f} {s.recall:7.3f} {s.f1:12.3f} "
+            f"{s.root_top1:10.3f} {s.incidents:15d}"
         )
     return "\n".join(lines)

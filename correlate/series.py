@@ -193,5 +193,5 @@ def all_crossings(
     """Crossings of every judged series, in time order."""
     series = list(series)
     judged = banded(series, bands)
-    found = [c for s in series if judged.get(s.id) for c in crossings(s, judged[s.id], hysteresis)]
+    found = [c for s in series if (band := judged.get(s.id)) for c in crossings(s, band, hysteresis)]
     return sorted(found, key=lambda c: (c.at, str(c.series_id)))

@@ -11,10 +11,13 @@ import json
 import re
 from dataclasses import dataclass, field
 from datetime import UTC, datetime, timedelta, timezone
-from typing import Any
+from enum import Enum
+from types import ModuleType
+from typing import Any, Final
 
 from correlate.events import is_zero_time
 
+orjson: ModuleType | None
 try:
     import orjson
 except ImportError:  # pragma: no cover - optional speed-up (a dependency; json.loads reads alike)
@@ -302,9 +305,15 @@ def parse_time(value: Any, path: str) -> datetime | None:
     return moment
 
 
+class _Unknown(Enum):
+    """A time `_TIMES` has no reading of (None is a reading: Go's zero time)."""
+
+    UNKNOWN = 0
+
+
 _TIMES: dict[str, datetime | None] = {}
 _TIMES_MAX = 4096
-_UNKNOWN = object()
+_UNKNOWN: Final = _Unknown.UNKNOWN
 
 
 def _read_time(value: Any, path: str) -> datetime | None:

@@ -208,9 +208,9 @@ def event_labels(payload: dict, path: str, summary: str) -> dict[str, str]:
     for key, value in group.items():
         labels.setdefault(key, value)
     for key in PAYLOAD_LABELS:
-        value = payload.get(key)
-        if value not in (None, ""):
-            labels.setdefault(key, clean_text(value, f"{path}.{key}", limit=MAX_LABEL_VALUE))
+        given = payload.get(key)
+        if given not in (None, ""):
+            labels.setdefault(key, clean_text(given, f"{path}.{key}", limit=MAX_LABEL_VALUE))
     severity = payload.get("severity")
     if isinstance(severity, str) and severity in SEVERITIES:
         labels.setdefault("severity", severity)

@@ -102,7 +102,8 @@ def parse_legacy(document: dict, received_at: datetime | None) -> ParseResult:
         return ParseResult()
     if state not in LEGACY_FIRING + LEGACY_RESOLVED:
         raise PayloadError(
-            f"state: expected alerting, ok, no_data, pending or paused (Grafana legacy alerting), got {str(state)[:40]!r}"
+            "state: expected alerting, ok, no_data, pending or paused (Grafana legacy alerting), "
+            f"got {str(state)[:40]!r}"
         )
     try:
         labels = legacy_labels(document)

@@ -12,8 +12,12 @@ from __future__ import annotations
 import heapq
 import json
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, TypedDict
 
 from .core import NS, ZERO_TIME, go_time
+
+if TYPE_CHECKING:
+    from .world import Deployment, Node
 
 
 @dataclass(frozen=True)
@@ -61,8 +65,9 @@ class Occurrence:
     kind: str = ""
     signal: tuple[str, list[str], float, str] | None = None  # (signal, series keys, threshold, direction)
     seq: int = 0
-    dep: object = None  # the story's Deployment / Node behind the alert, for metric windows and tests
-    node: object = None
+    # The story's deployment / node behind the alert, for metric windows and tests.
+    dep: Deployment | None = None
+    node: Node | None = None
 
     @property
     def starts_at(self) -> str:
@@ -88,6 +93,18 @@ class _Group:
     next_tick: int | None = None
 
 
+class _BodyAlert(TypedDict):
+    """One alert of a v4 webhook body, as `_flush` writes it."""
+
+    status: str
+    labels: dict[str, str]
+    annotations: dict[str, str]
+    startsAt: str
+    endsAt: str
+    generatorURL: str
+    fingerprint: str
+
+
 @dataclass
 class Delivery:
     at: int
@@ -107,7 +124,7 @@ def _sort_key(occ: Occurrence) -> tuple:
     for name in ("job", "instance"):
         v = occ.labels.get(name)
         parts.append((0, v) if v is not None else (1, ""))
-    flat = []
+    flat: list[str] = []
     for k in sorted(occ.labels):
         flat.extend((k, occ.labels[k]))
     return (parts[0], parts[1], flat)
@@ -197,7 +214,7 @@ def _flush(cfg: AlertmanagerConfig, group: _Group, t: int, deliveries: list[Deli
     group.last_resolved = resolved
     group.last_sent = t
     alerts = sorted(group.alerts.values(), key=_sort_key)
-    body_alerts = []
+    body_alerts: list[_BodyAlert] = []
     for o in alerts:
         is_firing = o.fingerprint in firing
         body_alerts.append(
@@ -206,7 +223,7 @@ def _flush(cfg: AlertmanagerConfig, group: _Group, t: int, deliveries: list[Deli
                 "labels": {k: o.labels[k] for k in sorted(o.labels)},
                 "annotations": {k: o.annotations[k] for k in sorted(o.annotations)},
                 "startsAt": go_time(o.starts),
-                "endsAt": ZERO_TIME if is_firing else go_time(o.ends),
+                "endsAt": ZERO_TIME if is_firing or o.ends is None else go_time(o.ends),  # resolved: ended
                 "generatorURL": o.generator_url,
                 "fingerprint": o.fingerprint,
             }

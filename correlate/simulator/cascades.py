@@ -1,18 +1,25 @@
 """Scenario families, one cascade each: a function `(story, deployment, t0, incident, **options)
 -> dict of occurrences` fires the alerts of one cascade with realistic rule timing, moves the
-metrics underneath and records which occurrence is the root; the noise alerts and how people
-respond. `scenarios.py` places them on the fleet."""
+metrics underneath and records which occurrence is the root; the noise alerts, decoy changes
+and how people respond. `scenarios.py` places them on the fleet."""
 
 from __future__ import annotations
+
+from typing import Any
 
 from .alertmanager import Occurrence
 from .core import MINUTE, NS, hex_id, rng_for
 from .metrics import XID_TEXT
+from .records import Change, Incident
 from .rules import KINDS
-from .story import Incident, Story, static_target
+from .story import Story
+from .targets import static_target
 from .world import Cluster, Deployment, Node, translate
 
 M = MINUTE
+# What a cascade returns: its occurrences and changes by role ("frag", "oom", "queue0", "change"...)
+# and its times and choices ("t_oom", "t_fix", "end": ns; "bad": the pod's index).
+Outcome = dict[str, Any]
 
 
 def _engine(s: Story, key: str, choices: tuple[str, ...] = ("vllm", "vllm", "sglang", "trtllm")) -> str:
@@ -43,7 +50,7 @@ def frag_oom(
     bad: int = 0,
     fb_alert: bool = True,
     crash_minutes: int = 22,
-) -> dict:
+) -> Outcome:
     """Fragmentation -> KV pool exhaustion -> OOM -> crash loop -> sibling queueing -> TTFT."""
     _family(inc, "frag-oom")
     pod = dep.pods[bad]
@@ -51,7 +58,7 @@ def frag_oom(
     t_oom = t0 + 23 * M + _j(s, dep.name, t0, "oom")
     t_cl = t_oom + 6 * M
     t_fix = t_cl + crash_minutes * M
-    out = {}
+    out: Outcome = {}
     cut = t_oom + 5 * NS  # the OOM wipes the pool: the signals drop with it
     out["frag"] = s.fire("kv_frag", pod, t0, cut, inc=inc, root=True, slow=slow, decay_s=5)
     out["kv"] = s.fire("kv_usage", pod, t0 + 11 * M, cut, inc=inc, decay_s=5)
@@ -75,12 +82,14 @@ def frag_oom(
     return out
 
 
-def preemption_itl(s: Story, dep: Deployment, t0: int, inc: Incident | None, *, slow: bool = False) -> dict:
+def preemption_itl(
+    s: Story, dep: Deployment, t0: int, inc: Incident | None, *, slow: bool = False
+) -> Outcome:
     """Long-context burst -> preemption storm -> ITL jitter and TPOT breach."""
     _family(inc, "preemption-itl")
     p1, p2 = dep.pods[0], dep.pods[1]
     end = t0 + 26 * M + _j(s, dep.name, t0, "pe", lo=-3, hi=3)
-    out = {}
+    out: Outcome = {}
     for p in (p1, p2):
         s.effect("kv", p, 0.8, 0.885, t0 - 4 * M, end, ramp_s=300)
     out["preempt"] = s.fire("preempt", p1, t0, end, inc=inc, root=True)
@@ -94,12 +103,12 @@ def preemption_itl(s: Story, dep: Deployment, t0: int, inc: Incident | None, *, 
 
 def hot_instance(
     s: Story, dep: Deployment, t0: int, inc: Incident | None, *, slow: bool = False, idx: int = 1
-) -> dict:
+) -> Outcome:
     """Prefix-hash hotspot -> queueing on that pod -> its TTFT."""
     _family(inc, "hot-instance")
     pod = dep.pods[idx]
     end = t0 + 38 * M + _j(s, dep.name, t0, "hot", lo=-4, hi=4)
-    out = {}
+    out: Outcome = {}
     out["hot"] = s.fire("hot", pod, t0, end, inc=inc, root=True, slow=slow)
     out["queue"] = s.fire("queue", pod, t0 + 2 * M, end, inc=inc)
     s.effect("kv", pod, 0.8, 0.875, t0 + 1 * M, end)
@@ -110,12 +119,12 @@ def hot_instance(
 
 def numeric(
     s: Story, dep: Deployment, t0: int, inc: Incident | None, *, corrupt_metric: bool = True, idx: int = 0
-) -> dict:
+) -> Outcome:
     """NaN/Inf in one batch -> repetition / garbage completions -> error rate."""
     _family(inc, "numeric-nan")
     pod = dep.pods[idx]
     end = t0 + 30 * M + _j(s, dep.name, t0, "nan", lo=-4, hi=4)
-    out = {}
+    out: Outcome = {}
     if corrupt_metric:
         out["nan"] = s.fire("nan", pod, t0, end, inc=inc, root=True, ramp_s=20)  # NaNs start abruptly
     n = len(dep.pods)
@@ -136,14 +145,14 @@ def numeric(
 
 def xid_crash(
     s: Story, dep: Deployment, t0: int, inc: Incident | None, *, code: int = 79, late_s: float = 0
-) -> dict:
+) -> Outcome:
     """GPU Xid (and ECC) -> engine crash -> target down, crash loop -> siblings' TTFT."""
     _family(inc, "gpu-xid-crash")
     pod = dep.pods[0]
     sibs = dep.pods[1:]
     gpu = pod.gpu
     t_drain = t0 + 34 * M + _j(s, dep.name, t0, "drain", lo=-3, hi=3)
-    out = {}
+    out: Outcome = {}
     s.xid(gpu, t0, code, hold_s=int((t_drain - t0) / NS))
     out["xid"] = s.fire(
         "xid",
@@ -175,12 +184,12 @@ def xid_crash(
     return out
 
 
-def ghost_requests(s: Story, dep: Deployment, t0: int, inc: Incident | None) -> dict:
+def ghost_requests(s: Story, dep: Deployment, t0: int, inc: Incident | None) -> Outcome:
     """Client disconnects (30 s client timeout) -> ghost requests keep generating -> queueing -> TTFT."""
     _family(inc, "ghost-requests")
     p1, p2 = dep.pods[0], dep.pods[1]
     end = t0 + 34 * M + _j(s, dep.name, t0, "gh", lo=-4, hi=4)
-    out = {}
+    out: Outcome = {}
     out["dc"] = s.fire("disconnects", dep, t0, end, inc=inc, root=True)
     for i, p in enumerate((p1, p2)):
         s.effect("ghost_stall", p, 0.3, 0.93, t0 + 1 * M, end, ramp_s=60)
@@ -191,12 +200,12 @@ def ghost_requests(s: Story, dep: Deployment, t0: int, inc: Incident | None) -> 
     return out
 
 
-def spec_decode(s: Story, dep: Deployment, t0: int, inc: Incident | None) -> dict:
+def spec_decode(s: Story, dep: Deployment, t0: int, inc: Incident | None) -> Outcome:
     """Speculative-decoding acceptance collapses (traffic mix shift) -> TPOT breach."""
     _family(inc, "spec-decode-tpot")
     p1, p2 = dep.pods[0], dep.pods[1]
     end = t0 + 36 * M + _j(s, dep.name, t0, "sp", lo=-4, hi=4)
-    out = {}
+    out: Outcome = {}
     out["spec"] = s.fire("spec", p1, t0, end, inc=inc, root=True)
     out["spec2"] = s.fire("spec", p2, t0 + 3 * M, end, inc=inc)
     out["tpot"] = s.fire("tpot", dep, t0 + 60 * NS, end + 1 * M, inc=inc, pods=[p1, p2])
@@ -204,7 +213,7 @@ def spec_decode(s: Story, dep: Deployment, t0: int, inc: Incident | None) -> dic
     return out
 
 
-def rollout_crash(s: Story, dep: Deployment, t0: int, inc: Incident | None) -> dict:
+def rollout_crash(s: Story, dep: Deployment, t0: int, inc: Incident | None) -> Outcome:
     """A rollout whose new pods crash-loop -> replicas mismatch -> survivors queue -> TTFT."""
     _family(inc, "rollout-crashloop")
     old = list(dep.pods)
@@ -212,7 +221,7 @@ def rollout_crash(s: Story, dep: Deployment, t0: int, inc: Incident | None) -> d
     r = rng_for(s.key, "rollout", dep.name)
     v_old, v_new = r.choice([("v0.10.1", "v0.11.0"), ("v0.9.2", "v0.10.1"), ("v0.11.2", "v0.12.0")])
     t_back = t0 + 40 * M + _j(s, dep.name, "rb", lo=-3, hi=3)
-    out = {}
+    out: Outcome = {}
     author = s.person(3)
     image = {
         "vllm": "vllm/vllm-openai",
@@ -304,12 +313,12 @@ def rollout_crash(s: Story, dep: Deployment, t0: int, inc: Incident | None) -> d
     return out
 
 
-def config_oom(s: Story, dep: Deployment, t0: int, inc: Incident | None) -> dict:
+def config_oom(s: Story, dep: Deployment, t0: int, inc: Incident | None) -> Outcome:
     """A config change (gpu_memory_utilization up, max_num_seqs doubled) -> CUDA OOMs under load."""
     _family(inc, "config-oom")
     cl = dep.cluster
     r = rng_for(s.key, "cfg", dep.name)
-    out = {}
+    out: Outcome = {}
     out["change"] = s.change(
         t0,
         "config",
@@ -351,7 +360,7 @@ def config_oom(s: Story, dep: Deployment, t0: int, inc: Incident | None) -> dict
     return out
 
 
-def threshold_storm(s: Story, dep: Deployment, t0: int, inc: Incident | None) -> dict:
+def threshold_storm(s: Story, dep: Deployment, t0: int, inc: Incident | None) -> Outcome:
     """An unreviewed threshold edit (queue rule 20 -> 5) makes the busy replicas alert at once."""
     _family(inc, "threshold-storm")
     cl = dep.cluster
@@ -366,7 +375,7 @@ def threshold_storm(s: Story, dep: Deployment, t0: int, inc: Incident | None) ->
         "deployment": dep.name,
         "model": dep.served_name,
     }
-    out = {
+    out: Outcome = {
         "change": s.change(
             t0,
             "threshold_edit",
@@ -458,6 +467,74 @@ def noise_gpu_temp(s: Story, dep: Deployment, t0: int) -> Occurrence:
     return s.fire("gpu_temp", (pod.gpu, pod), t0, t0 + 12 * M, inc=None, peak=88, value=88)
 
 
+def _decoy_rollout(s: Story, dep: Deployment, at: int, kind: str = "rollout") -> Change:
+    cl = dep.cluster
+    r = rng_for(s.key, "decoy", dep.name, at)
+    if kind == "threshold_edit":
+        summary = f"prometheus-rules: raise VLLMRequestsQueued threshold 20 -> 30 ({cl.name})"
+        return s.change(
+            at,
+            "threshold_edit",
+            summary,
+            "prometheus-rules-ci",
+            {
+                "cluster": cl.name,
+                "namespace": dep.namespace,
+                "alertname": "VLLMRequestsQueued",
+                "old_threshold": "20",
+                "new_threshold": "30",
+                "reviewed": "true",
+                "author": s.person(5),
+            },
+            inc=None,
+        )
+    tag = r.choice(["2025.11.3", "2025.12.1", "r142", "r157", "sha-" + hex_id(r, 7)])
+    if r.random() < 0.4:
+        return s.change(
+            at,
+            "deploy",
+            f"Deploy {dep.namespace}/{dep.name}-router {tag}",
+            "github-actions",
+            {
+                "cluster": cl.name,
+                "namespace": dep.namespace,
+                "deployment": f"{dep.name}-router",
+                "model": dep.served_name,
+                "image": f"{s.world.org}/llm-router:{tag}",
+                "author": s.person(4),
+            },
+            inc=None,
+            links=[
+                {
+                    "href": f"https://github.com/{s.world.org}/llm-router/actions/runs/"
+                    f"{r.randint(10**9, 10**10)}",
+                    "text": "workflow run",
+                }
+            ],
+        )
+    return s.change(
+        at,
+        "rollout",
+        f"Argo CD sync {dep.namespace}/{dep.name}: router image {tag}",
+        f"argocd.{cl.name}",
+        {
+            "cluster": cl.name,
+            "namespace": dep.namespace,
+            "deployment": dep.name,
+            "model": dep.served_name,
+            "image": f"{s.world.org}/llm-router:{tag}",
+            "author": s.person(4),
+        },
+        inc=None,
+        links=[
+            {
+                "href": f"https://argocd.{s.world.domain}/applications/{dep.name}",
+                "text": "Argo CD application",
+            }
+        ],
+    )
+
+
 # -- people ---------------------------------------------------------------------------------------
 
 
@@ -500,11 +577,11 @@ def _first(occs: list[Occurrence]) -> Occurrence:
     return min(items, key=lambda o: (o.starts, o.seq))
 
 
-def _occs(out: dict) -> list:
+def _occs(out: Outcome) -> list[Occurrence]:
     return [v for v in out.values() if hasattr(v, "starts")]
 
 
-def _last_end(out: dict) -> int:
+def _last_end(out: Outcome) -> int:
     return max((o.ends or o.starts) for o in _occs(out))
 
 

@@ -52,7 +52,7 @@ class Bump:
         pts = self.points
         if t < pts[0][0] or t > pts[-1][0]:
             return None
-        for (t0, v0), (t1, v1) in zip(pts, pts[1:]):
+        for (t0, v0), (t1, v1) in zip(pts, pts[1:], strict=False):  # consecutive points
             if t <= t1:
                 return v0 if t1 == t0 else v0 + (v1 - v0) * (t - t0) / (t1 - t0)
         return pts[-1][1]

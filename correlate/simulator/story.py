@@ -3,14 +3,12 @@ events, pod and GPU events, human actions and the ground truth, then render the 
 
 from __future__ import annotations
 
-import json
 import os
-from dataclasses import dataclass, field
 from urllib.parse import quote_plus
 
 from ..events import event_fingerprint
 from . import alertmanager as am
-from .core import MINUTE, NS, am_fingerprint, go_time, iso_ms, rng_for
+from .core import MINUTE, NS, am_fingerprint, iso_ms, rng_for
 from .metrics import (
     Telemetry,
     dcgm_labels,
@@ -19,11 +17,11 @@ from .metrics import (
     node_labels,
     vllm_labels,
 )
-from .openmetrics import render
+from .output import build_files
+from .records import Change, Incident, Intent
 from .rules import KINDS, Expr, Kind, interval_ns
+from .targets import Target, resolve, static_target
 from .world import Cluster, Deployment, Gpu, Node, Pod, World, translate
-
-Target = Pod | Deployment | Gpu | Node | tuple | dict
 
 PEAKS = {
     "frag": 0.38,
@@ -57,37 +55,15 @@ FAMILY_OF_SIGNAL = {
 }
 BACKOFF_S = (10, 20, 40, 80, 160, 300)
 ENGINE_SOURCES = {"pod", "deployment", "hot", "service", "frag"}
-RETARGETABLE = {"acknowledge", "assign", "note", "severity", "degrade", "mitigate", "resolve", "reopen"}
-
-
-@dataclass
-class Change:
-    at: int
-    body: dict
-    fingerprint: str
-    starts_at: str
-    seq: int = 0
-
-
-@dataclass
-class Incident:
-    id: str
-    root: object = None
-    family: str = ""
-    members: list = field(default_factory=list)
-
-
-@dataclass
-class Intent:
-    action: str
-    occ: object
-    after_s: float | None
-    at: int | None
-    by: str
-    fields: dict
 
 
 class Story:
+    # Set by `build()` (output.build_files): Alertmanager's deliveries, and per (fingerprint,
+    # startsAt) when it was first delivered and first delivered firing.
+    deliveries: list[am.Delivery]
+    first_seen: dict[tuple[str, str], int]
+    first_firing: dict[tuple[str, str], int]
+
     def __init__(
         self,
         scenario: str,
@@ -112,7 +88,7 @@ class Story:
         self.changes: list[Change] = []
         self.intents: list[Intent] = []
         self.incidents: list[Incident] = []
-        self.noise: list[object] = []
+        self.noise: list[am.Occurrence | Change] = []
         self.touched: dict[str, Deployment] = {}
         self.scope_times: dict[str, list[int]] = {}
         self.dense_marks: dict[str, list[int]] = {}
@@ -169,7 +145,7 @@ class Story:
         self.incidents.append(inc)
         return inc
 
-    def _place(self, item: object, inc: Incident | None, root: bool) -> None:
+    def _place(self, item: am.Occurrence | Change, inc: Incident | None, root: bool) -> None:
         if inc is None:
             self.noise.append(item)
             return
@@ -191,15 +167,15 @@ class Story:
     # -- rule choice ---------------------------------------------------------------------------
     def _style(
         self, cluster: Cluster, kind: Kind, labelled: bool | None, name_idx: int | None
-    ) -> tuple[str, dict]:
+    ) -> tuple[str, dict[str, str]]:
         key = kind.name
         if not cluster.style:
             # a cluster's rule packs: about half of its kinds come from the labelled platform pack
             r = rng_for(self.key, "style", cluster.name)
-            names = sorted(KINDS)
-            r.shuffle(names)
+            kinds = sorted(KINDS)
+            r.shuffle(kinds)
             flip = r.random() < 0.5
-            for i, name in enumerate(names):
+            for i, name in enumerate(kinds):
                 cluster.style[name] = (
                     (i % 2 == 0) != flip,
                     r.randrange(100),
@@ -211,7 +187,7 @@ class Story:
             lab = labelled
         names = kind.labelled_names if lab else kind.plain_names
         name = names[(name_idx if name_idx is not None else ni) % len(names)]
-        extra = {}
+        extra: dict[str, str] = {}
         if lab:
             extra["layer"] = kind.layers[li % len(kind.layers)]
             extra["failure_mode"] = kind.modes[mi % len(kind.modes)]
@@ -253,8 +229,7 @@ class Story:
         lag, `for` and eval ticks. `threshold` overrides the rule's (after a threshold edit)."""
         kind = KINDS[kind_name]
         expr: Expr = kind.slow if (slow and kind.slow) else kind.fast
-        dep, pod, gpu, node = _resolve(target)
-        cluster = dep.cluster if dep else node.cluster if node else target["cluster_obj"]
+        dep, pod, gpu, node, cluster = resolve(target)
         scope = self._scope(kind, target, dep, pod, gpu, node)
         starts = self._tick(cluster, kind, cross + (expr.lag_s + expr.for_s) * NS)
         if until is not None and until + expr.end_lag_s * NS <= starts + 60 * NS:
@@ -331,6 +306,14 @@ class Story:
         src = kind.source
         if isinstance(target, dict):
             return {k: v for k, v in target.items() if k != "cluster_obj"}
+        if src == "gpu" and gpu is not None:
+            return dcgm_labels(gpu, pod)
+        if src == "node" and node is not None:
+            return dict(
+                node_labels(node), device="/dev/nvme1n1", fstype="ext4", mountpoint="/var/lib/containerd"
+            )
+        if dep is None or pod is None:  # every other source watches a workload: a pod or a deployment
+            raise ValueError(f"no scope for {kind.name} on {target!r}")
         if src == "pod" or src == "hot":
             return vllm_labels(pod)
         if src == "frag":
@@ -340,8 +323,6 @@ class Story:
             if kind.name in ("oom_killed", "cuda_oom"):
                 labels["node"] = pod.node.name
             return labels
-        if src == "gpu":
-            return dcgm_labels(gpu, pod)
         if src == "deployment":
             return {"cluster": dep.cluster.name, "namespace": dep.namespace, "model_name": dep.served_name}
         if src == "service":
@@ -367,10 +348,6 @@ class Story:
                 "namespace": dep.namespace,
                 "deployment": dep.name,
             }
-        if src == "node":
-            return dict(
-                node_labels(node), device="/dev/nvme1n1", fstype="ext4", mountpoint="/var/lib/containerd"
-            )
         raise ValueError(f"no scope for {kind.name}")
 
     def _annotations(
@@ -418,28 +395,36 @@ class Story:
     ) -> None:
         until = until if until is not None else cross + 24 * 60 * MINUTE
         thr = kind.threshold if threshold is None else threshold
+        if thr is None:  # every kind that watches a signal has a threshold (rules.KINDS)
+            raise ValueError(f"{kind.name} watches {signal} with no threshold")
         direction = kind.direction
         keys: list[str]
         if signal == "fbfree":
+            assert pod is not None  # a GPU's framebuffer is watched with the pod using it
             usable = pod.gpu.node.fb_mib - 512
             signal, direction = "fb", "up"
             thr = 1 - 1024 / usable
             peak = 1 - (peak if peak < 1024 else 380) / usable
             keys = [pod.name]
         elif signal == "hot":
+            assert dep is not None and pod is not None  # a pod's share of its deployment's traffic
             n = len(dep.pods)
             thr = 2.0 * (n - 1) / (n - 2)
             peak = peak * (n - 1) / (n - peak)
             keys = [pod.name]
         elif signal == "dc" or signal == "disk":
-            keys = [dep.name if signal == "dc" else node.name]
+            watched = dep if signal == "dc" else node
+            assert watched is not None  # a deployment's disconnects, a node's disk
+            keys = [watched.name]
         elif kind.source in ("deployment", "service"):
+            assert dep is not None  # a deployment-level rule's target is its deployment
             keys = [p.name for p in (pods or dep.pods)]
             if signal in ("rep", "err"):
                 # a ratio over the whole deployment: the affected pods must go further for it to cross
                 scale = len(dep.pods) / len(keys)
                 thr, peak = thr * scale, max(peak, thr * scale * 1.6)
         else:
+            assert pod is not None  # any other signal is a pod's
             keys = [pod.name]
         for key in keys:
             self.tel.bump(signal, key, thr, peak, cross, until, direction, ramp_s=ramp_s, decay_s=decay_s)
@@ -568,157 +553,8 @@ class Story:
 
     # -- output -----------------------------------------------------------------------------------
     def build(self) -> dict[str, str]:
-        alerts_end = max([o.ends or o.starts for o in self.occs] + [c.at for c in self.changes])
-        deliveries = am.simulate(self.am_configs, self.occs, alerts_end + 45 * MINUTE)
-        first_seen: dict[tuple[str, str], int] = {}
-        for d in deliveries:
-            for a in d.body["alerts"]:
-                first_seen.setdefault((a["fingerprint"], a["startsAt"]), d.at)
-        self.first_firing: dict[tuple[str, str], int] = {}
-        for d in deliveries:
-            for a in d.body["alerts"]:
-                if a["status"] == "firing":
-                    self.first_firing.setdefault((a["fingerprint"], a["startsAt"]), d.at)
-        delivered = {o.key for o in self.occs if o.key in first_seen}
-        lines = []
-        dup = rng_for(self.key, "redelivery")
-        for d in deliveries:
-            line = am.dumps_go(d.body) + "\n"
-            lines.append(line)
-            # at-least-once: an HA peer sending before gossip settles, or a retry after a lost 2xx
-            if dup.random() < (0.12 if d.body["receiver"] not in ("rootline", "rootline-pager") else 0.04):
-                lines.append(line)
-        files = {"alerts.jsonl": "".join(lines)}
-        changes = sorted(self.changes, key=lambda c: (c.at, c.seq))
-        files["changes.jsonl"] = "".join(json.dumps(c.body, ensure_ascii=False) + "\n" for c in changes)
-        files["actions.jsonl"] = self._actions(first_seen)
-        files["truth.json"] = self._truth(delivered)
-        files["metrics.om"] = self._metrics()
-        self.deliveries = deliveries
-        self.first_seen = first_seen
-        return files
-
-    @staticmethod
-    def _ref(item: am.Occurrence | Change) -> dict[str, str]:
-        return {"fingerprint": item.fingerprint, "starts_at": item.starts_at}
-
-    def _truth(self, delivered: set) -> str:
-        def ok(item: am.Occurrence | Change) -> bool:
-            return isinstance(item, Change) or item.key in delivered
-
-        def when(item: am.Occurrence | Change) -> int:
-            return item.at if isinstance(item, Change) else item.starts
-
-        incidents = []
-        for inc in self.incidents:
-            members = sorted((m for m in inc.members if ok(m)), key=when)
-            if not members:
-                continue
-            root = inc.root if inc.root is not None and ok(inc.root) else members[0]
-            incidents.append(
-                {
-                    "id": inc.id,
-                    "root": self._ref(root),
-                    "alerts": [self._ref(m) for m in members],
-                    "family": inc.family,
-                }
-            )
-        noise = [self._ref(m) for m in sorted((m for m in self.noise if ok(m)), key=when)]
-        return json.dumps({"incidents": incidents, "noise": noise}, indent=1) + "\n"
-
-    def _actions(self, first_seen: dict) -> str:
-        rows = []
-        for n, it in enumerate(self.intents):
-            occ = it.occ
-            if isinstance(occ, am.Occurrence) and occ.key not in first_seen:
-                continue
-            if it.at is not None:
-                at = it.at
-            else:
-                base = first_seen.get(occ.key, occ.starts) if isinstance(occ, am.Occurrence) else occ.at
-                at = base + int((it.after_s or 0) * NS)
-            at -= at % 1_000_000
-            if it.action in RETARGETABLE and isinstance(occ, am.Occurrence):
-                occ, at = self._firing_member(occ, at, first_seen, it.action in ("resolve", "mitigate"))
-            elif isinstance(occ, am.Occurrence) and occ.ends is not None and at >= occ.ends:
-                # a judgement on one alert is made while it still fires, or not at all
-                seen = self.first_firing.get(occ.key)
-                if seen is None or seen + 20 * NS >= occ.ends:
-                    continue
-                at = seen + 20 * NS
-                at -= at % 1_000_000
-            row = {"at": go_time(at), "by": it.by, "action": it.action}
-            row.update(self._ref(occ))
-            for k, v in it.fields.items():
-                if k == "into":
-                    row["into_fingerprint"] = v.fingerprint
-                    row["into_starts_at"] = v.starts_at
-                elif k == "alerts":
-                    row["fingerprints"] = [o.fingerprint for o in v]
-                    row["starts_ats"] = [o.starts_at for o in v]
-                else:
-                    row[k] = v
-            rows.append((at, n, row))
-        rows.sort(key=lambda r: (r[0], r[1]))
-        return "".join(json.dumps(r, ensure_ascii=False) + "\n" for _, _, r in rows)
-
-    def _firing_member(
-        self, occ: am.Occurrence, at: int, first_seen: dict, closing: bool
-    ) -> tuple[am.Occurrence, int]:
-        """The occurrence an incident-level action names, and when: one of the incident's alerts
-        delivered and firing at `at` (the intended one, else the root, else the earliest); when
-        none fires yet, the responder acts just after the next one shows up."""
-
-        def firing(o: object, t: int) -> bool:
-            seen = self.first_firing.get(o.key) if isinstance(o, am.Occurrence) else None
-            return seen is not None and seen <= t and (o.ends is None or o.ends > t)
-
-        if firing(occ, at):
-            return occ, at
-        inc = next((i for i in self.incidents if occ in i.members), None)
-        if inc is None:
-            return occ, at
-        if firing(inc.root, at):
-            return inc.root, at
-        alerts = [m for m in inc.members if isinstance(m, am.Occurrence)]
-        live = sorted((m for m in alerts if firing(m, at)), key=lambda m: (m.starts, m.seq))
-        if live:
-            return live[0], at
-        if not closing:
-            upcoming = sorted(
-                (self.first_firing[m.key], m.seq, m)
-                for m in alerts
-                if m.key in self.first_firing and self.first_firing[m.key] > at
-            )
-            for seen, _, m in upcoming:
-                later = seen + 15 * NS
-                if m.ends is None or m.ends > later:
-                    return m, later - later % 1_000_000
-        done = [m for m in alerts if m.key in first_seen and first_seen[m.key] <= at]
-        return (max(done, key=lambda m: (m.ends or m.starts, m.seq)), at) if done else (occ, at)
-
-    def _metrics(self) -> str:
-        times = [o.starts for o in self.occs]
-        ends = [o.ends or o.starts for o in self.occs]
-        w0 = min(times) - 60 * MINUTE
-        w1 = max(ends) + 15 * MINUTE
-        marks: dict[str, list[int]] = {k: list(v) for k, v in self.dense_marks.items()}
-        for o in self.occs:
-            dep = o.dep
-            if dep is not None:
-                marks.setdefault(dep.name, []).append(o.starts)
-        for name, dep in self.touched.items():
-            occ_times = [o.starts for o in self.occs if o.dep is dep]
-            occ_ends = [o.ends or o.starts for o in self.occs if o.dep is dep]
-            lo = min(occ_times or self.scope_times.get(name) or [w0])
-            hi = max(occ_ends or self.scope_times.get(name) or [w1])
-            self.tel.windows[name] = (max(w0, lo - 60 * MINUTE), min(w1, hi + 15 * MINUTE))
-            if self.sparse_s:
-                self.tel.dense[name] = sorted((t - 9 * MINUTE, t + 4 * MINUTE) for t in marks.get(name, []))
-        for node, _ in self.disk_nodes:
-            self.tel.windows[node.name] = (w0, w1)
-        deps = list(self.touched.values())
-        return render(self.tel, deps, self.disk_nodes, self.step_s, self.ksm_ips, self.sparse_s)
+        """The five files (see `output.build_files`); sets `deliveries`, `first_seen`, `first_firing`."""
+        return build_files(self)
 
     def write(self, out_dir: str) -> dict[str, int]:
         files = self.build()
@@ -738,30 +574,6 @@ def _num(value: float) -> str:
 class _SafeDict(dict):
     def __missing__(self, key: str) -> str:
         return "{" + key + "}"
-
-
-def _resolve(target: Target) -> tuple[Deployment | None, Pod | None, Gpu | None, Node | None]:
-    """(deployment, pod, gpu, node) for whatever a rule watches."""
-    if isinstance(target, Pod):
-        return target.deployment, target, target.gpu, target.gpu.node
-    if isinstance(target, Deployment):
-        return target, target.pods[0], target.pods[0].gpu, None
-    if isinstance(target, Gpu):
-        return None, None, target, target.node
-    if isinstance(target, Node):
-        return None, None, None, target
-    if isinstance(target, tuple):  # (gpu, pod)
-        gpu, pod = target
-        return pod.deployment, pod, gpu, gpu.node
-    return None, None, None, None
-
-
-def static_target(cluster: Cluster, labels: dict[str, str]) -> dict:
-    """A target for rules whose series the story does not model (blackbox, jobs, node-exporter)."""
-    d = {"cluster": cluster.name}
-    d.update(labels)
-    d["cluster_obj"] = cluster
-    return d
 
 
 __all__ = ["Change", "Incident", "Story", "static_target"]

@@ -211,7 +211,8 @@ class Cluster:
     namespaces: list[str] = field(default_factory=list)
     nodes: list[Node] = field(default_factory=list)
     deployments: list[Deployment] = field(default_factory=list)
-    style: dict[str, int] = field(default_factory=dict)
+    # Per rule kind: (from the labelled platform pack, name, layer and mode choice); see Story._style.
+    style: dict[str, tuple[bool, int, int, int]] = field(default_factory=dict)
     synonyms: dict[str, int] = field(default_factory=dict)
     dcgm_pods: dict[str, str] = field(default_factory=dict)
     dcgm_host_label: str = "Hostname"
@@ -308,7 +309,10 @@ class World:
         elif cluster.provider == "eks":
             name = f"ip-10-{a}-{b}-{c}.{cluster.region}.compute.internal"
         elif cluster.provider == "aks":
-            name = f"aks-gpunp{rng.randint(1, 3)}-{rng.randint(10000000, 99999999)}-vmss{rng.randint(0, 4095):06x}"
+            name = (
+                f"aks-gpunp{rng.randint(1, 3)}-{rng.randint(10000000, 99999999)}"
+                f"-vmss{rng.randint(0, 4095):06x}"
+            )
         else:
             name = f"gpu-{tag}-r{rng.randint(1, 12):02d}-n{n + 1:02d}"
         node = Node(name=name, cluster=cluster, gpu_model=gpu_model, fb_mib=fb, ip=f"10.{a}.{b}.{c}")
