@@ -134,12 +134,15 @@ def signal_figure(signal: str, series: list[Series], band: Band | None, events: 
     title = band_title(band.title) if band else signal.replace("_", " ")
     unit = f" ({band.unit})" if band and band.unit else ""
     figure.update_layout(
-        title={"text": f"{title}{unit}", "font": {"size": 14}},
+        title={
+            "text": f"{title}{unit}",
+            "font": {"size": 14},
+            "subtitle": {"text": f"times in {timezone.get_current_timezone_name()}", "font": {"size": 11}},
+        },
         height=300,
-        margin={"l": 60, "r": 20, "t": 40, "b": 40},
+        margin={"l": 60, "r": 20, "t": 56, "b": 40},
         shapes=_band_shapes(band, low, high) if band else [],
         yaxis=value_axis(signal, low, high),
-        xaxis={"title": {"text": f"time ({timezone.get_current_timezone_name()})", "font": {"size": 11}}},
         legend={"orientation": "h", "y": -0.2},
         template="plotly_white",
         meta={"signal": signal, "band": band.name if band else None},

@@ -82,8 +82,11 @@ def test_evidence_charts_are_drawn_in_the_page_time_zone(incident, client, ana):
         data = re.findall(r'<script id="chart-\d+-data" type="application/json">(.*?)</script>', html, re.S)
         assert data, "no chart drawn"
         figure = json.loads(data[0])
-        return figure["data"][0]["x"][0], figure["layout"]["xaxis"]["title"]["text"]
+        return figure["data"][0]["x"][0], figure["layout"]["title"]["subtitle"]["text"]
 
-    assert first_x() == (f"{start:%Y-%m-%dT%H:%M:%S}", "time (UTC)")
+    assert first_x() == (f"{start:%Y-%m-%dT%H:%M:%S}", "times in UTC")
     client.post("/accounts/profile/", {"time_zone": "Asia/Kolkata"})
-    assert first_x() == (f"{start + timedelta(hours=5, minutes=30):%Y-%m-%dT%H:%M:%S}", "time (Asia/Kolkata)")
+    assert first_x() == (
+        f"{start + timedelta(hours=5, minutes=30):%Y-%m-%dT%H:%M:%S}",
+        "times in Asia/Kolkata",
+    )
