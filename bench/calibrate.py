@@ -1,9 +1,9 @@
 #!/usr/bin/env python3
 """How fast this machine runs plain Python right now: one JSON line, to read next to a bench's figures.
 
-    python3 bench/calibrate.py          # {"mode": "calibration", "python_loop_10m_s": 0.93, ...}
+    python3 bench/calibrate.py          # {"mode": "calibration", "python_loop_10m_s": ..., ...}
 
-The same code measured 1.3-2x slower on one day than on the day before (bench/results/history.md), so
+The same code has measured markedly slower on one day than on the day before (bench/results/history.md), so
 a figure means little without the machine's speed at the time. The loop adds 10 million integers
 (best of 3, CPU time); the load average says how busy the machine was.
 """

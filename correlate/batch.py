@@ -34,9 +34,9 @@ from correlate.scope import cluster_of as topology_cluster_of
 
 # Below this many alerts a fork, pickling and unpickling cost more than the second core saves.
 MIN_ALERTS_TO_SPLIT = 5_000
-# A worker's share also pays for pickling its incidents (~25% of correlating them, on the
-# 100k-alert day); this process unpickles them as they come (~10%), all but the last chunk while
-# the worker still pickles: shares are balanced with that.
+# A worker's share also pays for pickling its incidents, and this process unpickles them as they
+# come, all but the last chunk while the worker still pickles: shares are balanced with that, as
+# fractions of correlating them (measured on bench_engine's day of alerts).
 _PICKLE_SHARE = 0.25
 _UNPICKLE_SHARE = 0.02
 _CHUNK = 1_000  # incidents to a pickled chunk
@@ -264,7 +264,7 @@ def correlate(
 
     The cyclic garbage collector is paused for the call: a batch builds millions of long-lived
     objects and no garbage cycles worth reclaiming, and the repeated full collections over that
-    growing heap cost a third of the run. It is re-enabled (if it was on) before returning.
+    growing heap were a large share of the run. It is re-enabled (if it was on) before returning.
     """
     alerts = alerts if isinstance(alerts, (list, tuple)) else list(alerts)
     decisions = list(decisions)

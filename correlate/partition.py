@@ -167,7 +167,7 @@ class _Partition(_Rewind):
                 if node and ("node", node) in scan_keys:
                     # Every alert in it is in that node's bucket too, read before it (the keys are
                     # sorted) under the same checks: each was compared there, or passed over for
-                    # its mode or its gap, as it would be here. In a storm, a third of all reads.
+                    # its mode or its gap, as it would be here. In a storm, a large share of all reads.
                     continue
             # A workload/model bucket is read only for modes that can link to x there; any other
             # pair needs the same pod, GPU or node, and their buckets are read in full. A dense

@@ -159,7 +159,7 @@ def correlation_enqueue_now(keys: list[str], *, paced: bool = True) -> None:
 def without_pending_run(keys: list[str]) -> list[str]:
     """The keys whose pending flag this call took: one read for all of them first, since in a
     storm nearly every key of an ingestion batch has its run queued already (a flag set per key
-    was 5% of the ingestion worker's time). A flag seen here and gone a moment later is no loss:
+    cost the ingestion worker a round trip each). A flag seen here and gone a moment later is no loss:
     the run deletes it before it reads the key's alerts, which include these by then."""
     present = cache.get_many([pending_flag(key) for key in keys])
     return [
@@ -185,8 +185,8 @@ def correlation_enqueue_later(key: str, seconds: float) -> None:
     """A run of `key` in `seconds`, for the rankings its last run held back, unless one is queued
     for that already: it asks again if it still leaves some held back. It has a flag of its own.
     Sharing the new alerts' pending flag, it kept every delivery of those seconds from queueing a
-    run, and a busy cluster's new alerts waited for it, up to a held ranking's 5 s (storm at
-    2,000 alerts/s: p99 delivery -> incident 1.1 s, 4.6 s with more incidents held)."""
+    run, and a busy cluster's new alerts waited for it, up to a held ranking's 5 s: in a storm,
+    the more incidents were held, the longer delivery -> incident took."""
     if cache.add(ranking_flag(key), 1, timeout=60 + int(seconds)):
         task(CORRELATE_KEY).apply_async(
             (key,),
@@ -206,8 +206,8 @@ def pace_delays(keys: list[str]) -> dict[str, float]:
 
     A trickle of deliveries (an alert or a few a time) otherwise starts one run per delivery,
     and each run's fixed cost (lock, queries, writes, an incident re-ranked) then costs more CPU
-    than the alerts: in bench/ingest's bodies of 1, correlation took 0.9 ms of CPU per alert, as
-    much as storing it. Paced, the alerts arriving meanwhile share one run. The first alert after
+    than the alerts: with bench/ingest's bodies of 1, correlating an alert cost as much CPU as
+    storing it. Paced, the alerts arriving meanwhile share one run. The first alert after
     a quiet spell is correlated at once; later ones wait at most one pace. Eager runs (no broker)
     are never paced: nothing would run them later."""
     if settings.CORRELATION_PACE_SECONDS <= 0 or settings.CELERY_TASK_ALWAYS_EAGER or not keys:
@@ -303,8 +303,8 @@ def evidence_enqueue_now(incident_ids: list[int]) -> None:
         return
     now = time.time()
     # One read for the lot: during a storm nearly every incident a correlation run touches has a
-    # collection pending already, and two cache round trips per incident per run took a tenth of
-    # the correlation worker's time (bench/correlate/end_to_end.py --profile, steady 500/s). A
+    # collection pending already, and two cache round trips per incident per run were a real share
+    # of the correlation worker's time (bench/correlate/end_to_end.py --profile, steady case). A
     # flag seen here and gone a moment later is no loss: the collection deletes it before it
     # reads the incident, which has this change by then.
     known = cache.get_many(
@@ -319,7 +319,7 @@ def evidence_enqueue_now(incident_ids: list[int]) -> None:
         if cache.add(evidence_pending_flag(incident_id), 1, timeout=countdown + 60):
             due[countdown].append(incident_id)
     # One message per moment: a storm's run opens hundreds of incidents at once, and a task sent
-    # for each took 3% of the correlation worker's time; the evidence worker, on its idle CPU,
+    # for each was work the correlation worker paid for; the evidence worker, on its idle CPU,
     # queues their collections (`collect_evidence_each`).
     for countdown, ids in due.items():
         if len(ids) == 1:
@@ -331,8 +331,8 @@ def evidence_enqueue_now(incident_ids: list[int]) -> None:
 # Correlation comes first. An incident whose cluster has alerts stored and not yet correlated is
 # about to change (and to ask for its collection again), and in a storm the evidence worker's
 # range queries and upserts took CPU and database time the correlation workers were short of,
-# idle priority or not (bench/correlate/end_to_end.py, 5,000/s: p99 delivery -> incident 12.5 s
-# with collections running, 9.7 s without). Such a collection is put off WAIT_FOR_CORRELATION_SECONDS
+# idle priority or not (bench/correlate/end_to_end.py's storm: delivery -> incident was slower
+# with collections running). Such a collection is put off WAIT_FOR_CORRELATION_SECONDS
 # at a time, at most WAIT_FOR_CORRELATION_AT_MOST_SECONDS in all, so a cluster that never stops
 # alerting still gets its evidence; Prometheus keeps the series for days, a wait loses nothing.
 WAIT_FOR_CORRELATION_SECONDS = 10

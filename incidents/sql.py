@@ -6,9 +6,8 @@ other databases (the demo's SQLite).
   alerts; Django's `bulk_update` builds a `CASE WHEN id = ... THEN ...` expression per row and
   field and `bulk_create` a placeholder per value, and compiling those took more of the
   correlation worker's CPU than the statements took PostgreSQL (`bench/correlate/end_to_end.py
-  --profile`: `bulk_update` of incidents 9% of a run at 1,500 alerts/s). Here each column is one
-  array parameter: `UPDATE ... FROM unnest(...)`, `INSERT ... SELECT FROM unnest(...)`,
-  `DELETE ... = ANY(...)` (`tests/incidents/test_bulk_writes.py`).
+  --profile`). Here each column is one array parameter: `UPDATE ... FROM unnest(...)`,
+  `INSERT ... SELECT FROM unnest(...)`, `DELETE ... = ANY(...)` (`tests/incidents/test_bulk_writes.py`).
 - A webhook's body stored with `INSERT ... ON CONFLICT DO NOTHING RETURNING id`, bound on the
   server, the body as binary and TOASTed with lz4 where the server has it
   (`insert_unless_conflict`, `tests/ingest/`).
@@ -16,7 +15,7 @@ other databases (the demo's SQLite).
 
 - Alert occurrences upserted by COPY into a session's temporary table, then one `INSERT ...
   SELECT ... ON CONFLICT DO UPDATE` per batch that rewrites a stored row only where the view
-  changes it (`copy_upsert`: no per-row work in Django, which cost 0.1 ms of worker CPU an alert;
+  changes it (`copy_upsert`: no per-row work in Django, which cost worker CPU for every alert;
   an unchanged re-sent view costs no write; `tests/ingest/test_resent_groups.py`).
 - A correlation run's token swapped in one statement (`swap_run_token`).
 """
@@ -108,7 +107,7 @@ def rows_delete(model: type[models.Model], column: str, values: Sequence[int]) -
 def _column(field: models.Field, rows: Sequence[models.Model]) -> list | str:
     """One column's values as the driver takes them. Only JSON needs Django's preparation (a dict
     becomes a Jsonb); the rest (text, numbers, booleans, ids, aware datetimes) go as they are:
-    `get_db_prep_save` for every value cost 3.5% of a storm's correlation run."""
+    calling `get_db_prep_save` for every value showed up in a storm's correlation profile."""
     name = field.attname
     if isinstance(field, models.JSONField):
         return [field.get_db_prep_save(getattr(row, name), connection) for row in rows]
@@ -117,10 +116,10 @@ def _column(field: models.Field, rows: Sequence[models.Model]) -> list | str:
 
 def _array(values: list) -> list | str:
     """A column's values as PostgreSQL's array text, which the statement casts (`%s::bigint[]`,
-    `%s::varchar(30)[]`, ...): psycopg dumps a list element by element in Python, ~1 µs a string
-    and ~3 µs a timestamp, while this is mostly `str.join` and `str.replace` in C (3,000 values:
-    strings 1.86 -> 0.37 ms, timestamps 8.76 -> 2.60, floats 2.01 -> 0.57; ids and flags were 3.7%
-    of a storm's correlation run). Other kinds (JSON, mixed types, all NULL) stay a list."""
+    `%s::varchar(30)[]`, ...): psycopg dumps a list element by element in Python, a cost paid
+    for every string and timestamp (and ids and flags) a storm's correlation run writes, while
+    this is mostly `str.join` and `str.replace` in C, faster for every kind it handles. Other
+    kinds (JSON, mixed types, all NULL) stay a list."""
     kinds = {type(value) for value in values}
     kinds.discard(type(None))
     if kinds == {int}:
@@ -206,8 +205,8 @@ def insert_statement(model: type[models.Model], alias: str, db, binary: str) -> 
 def body_cursor(db) -> CursorWrapper:
     """A cursor for storing a body on PostgreSQL: parameters bound on the server, the body sent
     as binary (`%b`) rather than spelled into the statement as a hex literal twice its size, and
-    the session's TOAST compression lz4 rather than pglz where the server has it (for 49 KB
-    bodies about a fifth of the PostgreSQL CPU and a third of the web CPU of an insert). Stored
+    the session's TOAST compression lz4 rather than pglz where the server has it (together they
+    take a real share off the PostgreSQL and the web CPU of inserting a large body). Stored
     bodies read back the same whatever compressed them. Django's CursorWrapper keeps its error
     translation and execute wrappers."""
     from django.db.backends.postgresql.base import ServerBindingCursor  # type: ignore[attr-defined]

@@ -13,9 +13,9 @@ def gc_paused() -> Iterator[None]:
 
     The ingestion drain's parsed alerts (50,000 in a batch of 100-alert bodies) and a correlation
     run's engine objects hold few cycles and are freed by reference counting, but every collection
-    walked them again, and in the correlation worker every state it keeps: a quarter of the
-    ingestion worker's CPU per alert, a fifth of a storm correlation run's
-    (`bench/correlate/storm_cluster.py --gc on|paused`: 452-456 against 357-373 µs an alert)."""
+    walked them again, and in the correlation worker every state it keeps: a large share of the
+    ingestion worker's CPU per alert, and of a storm correlation run's
+    (`bench/correlate/storm_cluster.py --gc on|paused` compares the two)."""
     if not gc.isenabled():
         yield
         return
@@ -36,11 +36,11 @@ _full_collection_due = False
 def freeze_run_survivors(*, state_dropped: bool) -> None:
     """After a correlation worker's run: freeze what the run left (and whatever came since the
     last run), so that no collection walks the kept engine states of every key again. Full
-    collections over those states took 1.5-2.2 s each on a slow machine, and at a storm's pace
-    they came every few runs (bench/correlate/storm_worker.py).
+    collections over those states are long, and at a storm's pace they came every few runs
+    (bench/correlate/storm_worker.py).
 
-    The run's objects are frozen without a collection first: through a storm's 257 runs those
-    collections found 10 unreachable objects in all and took 1.7 of the runs' 52 CPU-s
+    The run's objects are frozen without a collection first: through a storm's runs those
+    collections found next to nothing unreachable and cost CPU for it
     (`bench/correlate/storm_worker.py --every 120 --hold-rankings`); what a run's pause on the
     collector left behind is little, and it cannot grow between two full collections by more
     than `RUNS_BETWEEN_FULL` runs of it.
@@ -49,11 +49,10 @@ def freeze_run_survivors(*, state_dropped: bool) -> None:
     whole. That is done when a kept state was dropped (the engine is a web of cycles, and the
     bulk of what dies frozen), after a failed run (`full_collection_due`), and every
     `RUNS_BETWEEN_FULL` runs, for whatever else died frozen: little, as a kept state only grows
-    between its rebuilds. Measured through a storm's 257 runs (125,066 alerts held at the end):
-    full collections each time the held alerts had doubled found 10, 0, 0 and 0 unreachable
-    objects, and took 0.08, 0.35, 0.53 and 0.98 s, 1.9 of the runs' 2.8 s of collections; that
+    between its rebuilds. Full collections each time the held alerts had doubled found next to
+    nothing unreachable through a storm's runs and were most of their collection time; that
     rule is gone. (`gc.get_freeze_count()` would say how big the frozen heap is, but it counts it
-    object by object: ~70 ms a run in a storm.)"""
+    object by object, too slow to ask after every run in a storm.)"""
     global _runs_since_full_collection, _full_collection_due
     _runs_since_full_collection += 1
     if state_dropped or _full_collection_due or _runs_since_full_collection >= RUNS_BETWEEN_FULL:

@@ -2,7 +2,7 @@
 
 Every webhook request is kept as a Delivery row with its headers, and refusals (4xx, 5xx) are
 logged by Django (`django.request`); the access log line for each 2xx webhook answer repeated
-that at a tenth of the web CPU a 1-alert delivery costs (bench/ingest). Pages, the API and
+that, at a cost in web CPU that shows on every 1-alert delivery (bench/ingest). Pages, the API and
 every webhook error keep their access log lines. Imports nothing from Django: gunicorn loads
 it in the arbiter."""
 

@@ -238,11 +238,11 @@ CORRELATION_SHARDS = env_whole("ROOTLINE_CORRELATION_SHARDS", 1, 1, 64)
 # alert after a quiet spell goes at once (incidents/flow.py). 0: no pacing.
 CORRELATION_PACE_SECONDS = env_whole("ROOTLINE_CORRELATION_PACE_MS", 250, 0, 60_000, "milliseconds") / 1000
 # A correlation worker's run takes at most this many new alerts of its key, oldest first, each run
-# committed on its own (incidents/services/correlation/run.py). Bigger runs cost less per alert (a storm
-# cluster's 6,253 alerts: 395-491 µs each in runs of 1,000, 255-281 µs in one run), smaller runs
-# commit their first alerts sooner and hold the key's lock (which a person's merge waits on) for less.
-# 3,000: in the 5,000/s end-to-end storm, 10% less correlation CPU than 1,000 and a median
-# delivery -> incident 35% lower (bench/results/history.md, eighth session).
+# committed on its own (incidents/services/correlation/run.py). Bigger runs cost less per alert (a
+# run's fixed cost is shared by more of them), smaller runs commit their first alerts sooner and
+# hold the key's lock (which a person's merge waits on) for less. 3,000: in the 5,000/s end-to-end
+# storm, less correlation CPU than 1,000 and a lower median delivery -> incident
+# (bench/results/history.md, eighth session).
 CORRELATION_SLICE = env_whole("ROOTLINE_CORRELATION_SLICE", 3000, 100, 100_000, "alerts")
 # A worker's kept state ranks an incident of 500 alerts or more (edges, chain, root candidates)
 # at most this often; its alerts join it on every run meanwhile (incidents/services/correlation/state.py).

@@ -7,7 +7,7 @@ host check of CommonMiddleware, X-Frame-Options); sessions, CSRF (the view is ex
 and messages are skipped. Its database connection is handled as Django's request signals
 would, without the per-request `SELECT 1` health check: a connection the server dropped is
 retried once by the view. Anything else, or a host Django would refuse, goes the full way.
-`bench/ingest` measured this path at about half the web CPU of a webhook request.
+What it skips was a large share of a webhook request's web CPU (`bench/ingest`).
 """
 
 import gc
@@ -135,7 +135,7 @@ def never_cached(response):
 NEVER_CACHE = "max-age=0, no-cache, no-store, must-revalidate, private"
 
 
-# The ~80,000 objects of the loaded app go to the permanent generation: a full collection in a
-# web process took 60-75 ms (every thread's request waits for it: a bodies-of-100 storm's p99),
+# The loaded app's objects go to the permanent generation: a full collection in a web process
+# walked them all while every thread's request waited for it (it set a bodies-of-100 storm's p99),
 # and now walks only what requests made since.
 gc.freeze()

@@ -18,7 +18,7 @@ its answer must equal the one-process batch, which is then also timed (`batch_1p
 
 Each repetition drops the previous one's answer before it starts, so that every one runs as a
 `recorrelate` process's single batch does. Holding it (as this bench did until the eighth
-session) made the repetitions after the first 0.6 s slower over 2 processes: the forked worker
+session) made the repetitions after the first slower over 2 processes: the forked worker
 and this process then allocate in memory pages they still share, and each first write copies a
 page; one process is not affected.
 """

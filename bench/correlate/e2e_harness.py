@@ -119,8 +119,8 @@ class Deliveries:
 
 def sender(bodies, start_at, url, token, out: Deliveries, next_index, stop_at) -> None:
     """Send the bodies whose turn comes, on one keep-alive connection (http.client: the sender
-    shares the 2 cores with the system under test, and `requests` took ~1.5 ms of CPU a request,
-    ~2 CPU-s of a 5,000/s storm, for work Alertmanager does on machines of its own)."""
+    shares the 2 cores with the system under test, and `requests` costs far more CPU a request,
+    taken from the system under test for work Alertmanager does on machines of its own)."""
     import http.client
     from urllib.parse import urlsplit
 
@@ -177,8 +177,8 @@ def poller(
 ) -> None:
     """Per open delivery: stored / correlated / in-incident counts; each increase is that many
     alerts reaching the state at this poll's start time. Polls take at most `share` of the time
-    (a poll over a backlog of 100,000 alerts costs PostgreSQL ~80 ms here, and PostgreSQL shares
-    the 2 cores with the system under test), so the interval grows while a backlog lasts."""
+    (a poll over a large backlog costs PostgreSQL more, and PostgreSQL shares the 2 cores with
+    the system under test), so the interval grows while a backlog lasts."""
     import psycopg
 
     conn = psycopg.connect(dsn, autocommit=True)

@@ -6,8 +6,9 @@ on one incident that grows to thousands of alerts.
 cycling through six LLM alert names that the catalog links to each other, so the whole storm is
 one incident. Its bodies are received and processed as the ingestion worker would
 (`delivery_receive`, `process_delivery`), and every --every alerts the key is correlated as the
-correlation worker would (`correlation_run(keep_state=True)`). At ~700 alerts/s with runs paced
-250 ms apart, bench/ingest's bodies of 1 give runs of ~175 alerts (the default).
+correlation worker would (`correlation_run(keep_state=True)`). The default, a run every 175
+alerts, is about what runs paced 250 ms apart (the default pace) take at the rate bench/ingest's
+bodies of 1 reach (docs/benchmarks.md).
 
     .venv/bin/python bench/correlate/peer_storm.py                      # 10,000 alerts, a run every 175
     .venv/bin/python bench/correlate/peer_storm.py --alerts 20000 --every 500

@@ -142,8 +142,8 @@ _UNREAD = object()
 
 
 def _orjson_document(text: str) -> Any:
-    """The document as json.loads reads it, read by orjson (`decode_json` of a storm's 78 kB
-    body, read by the webhook and again by the worker: 0.60 -> 0.32 ms), or _UNREAD where orjson
+    """The document as json.loads reads it, read by orjson (a body is decoded by the webhook and
+    again by the worker, and orjson reads it faster than json.loads), or _UNREAD where orjson
     refuses the text (json.loads then reads it or words the error) and where it holds a number
     with a fraction or an exponent: orjson reads integers past 64 bits as floats, where json.loads
     keeps them exact (Alertmanager's bodies hold no float: their numbers are counts)."""
@@ -164,8 +164,8 @@ _BRACKETS = re.compile(r"[\[\]{}]")
 
 def _check_parsed_depth(document: Any) -> bool:
     """`_check_depth`'s verdict for a parsed document: in valid JSON the brackets outside strings
-    are exactly its arrays and objects, so counting levels of containers gives the same depth,
-    at a tenth of the cost of scanning the text (0.15 against 1.1 ms per 100-alert body).
+    are exactly its arrays and objects, so counting levels of containers gives the same depth
+    for far less than scanning the text again.
     Returns whether it holds a float (see `_orjson_document`)."""
     level = [document] if type(document) in (dict, list) else []
     floats = type(document) is float

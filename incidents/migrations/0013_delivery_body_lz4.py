@@ -1,7 +1,7 @@
 """Raw delivery bodies compressed with lz4 instead of PostgreSQL's default pglz.
 
-A storm's bodies (1,476 of them, 106 MB) took PostgreSQL 1.05 s to compress with pglz and 0.14 s
-with lz4, for the same stored size (bench/results/history.md, fourteenth session). Only where the server
+lz4 compresses a storm's bodies much faster than pglz, to the same stored size
+(bench/results/history.md, fourteenth session). Only where the server
 can (PostgreSQL 14 or later, built with lz4, as Debian's is); elsewhere nothing changes.
 """
 

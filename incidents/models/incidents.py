@@ -114,8 +114,8 @@ class Incident(models.Model):
 class IncidentEdge(models.Model):
     # Kept by Django's deletion collector, not database constraints, as an alert's references
     # are: correlation writes edges from rows it has just read or written, and a storm's runs
-    # inserted ~90,000 of them, each row checked by three key triggers (~300,000 lookups, about
-    # a tenth of PostgreSQL's time in bench/correlate/end_to_end.py's storm).
+    # insert tens of thousands of them, each row checked by three key triggers (a lookup each, a
+    # real share of PostgreSQL's time in bench/correlate/end_to_end.py's storm).
     incident = models.ForeignKey(
         Incident, on_delete=models.CASCADE, related_name="edges", db_constraint=False
     )

@@ -23,8 +23,8 @@ def storable_id(value: int) -> bool:
 
 
 def token_digest(token: str) -> str:
-    """SHA-256, not a password hash: tokens are long random strings, and a password hash would
-    cost ~0.4 s on every webhook request."""
+    """SHA-256, not a password hash: tokens are long random strings, and a password hash is slow
+    by design, a cost every webhook request would pay."""
     return hashlib.sha256(token.encode("utf-8", "surrogatepass")).hexdigest()
 
 
@@ -166,8 +166,8 @@ class Alert(models.Model):
     generator_url = models.TextField(blank=True, default="")
     # The alert's references are kept by Django, not by PostgreSQL: a foreign-key constraint is a
     # trigger that looks up (and share-locks) the referenced row for every row inserted or every
-    # reference changed, and alerts arrive by the thousand a second in a storm (125,000 rows:
-    # INSERT 2.5 -> 1.5 s, the correlation's UPDATE 3.7 -> 3.0 s without them). Only Rootline's own
+    # reference changed, and alerts arrive by the thousand a second in a storm (its INSERTs and the
+    # correlation's UPDATEs are faster without them). Only Rootline's own
     # code writes these columns, from rows it has just read or written, and deletions go through
     # Django's collector, which applies PROTECT and SET_NULL itself. Sentry keeps its event tables
     # the same way (`FlexibleForeignKey(db_constraint=False)`).
@@ -223,7 +223,7 @@ class Alert(models.Model):
             ),
             # What fires now, newest first: the alerts page's count, `?status=firing` and /metrics
             # read what is firing, not every alert ever stored (docs/benchmarks.md, "Pages over a
-            # year of alerts"). It costs each firing alert's insert and correlation update ~8 us.
+            # year of alerts"). It costs each firing alert's insert and correlation update a little.
             models.Index(fields=["starts_at", "id"], condition=Q(status="firing"), name="alert_firing_idx"),
         ]
 

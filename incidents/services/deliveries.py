@@ -278,7 +278,7 @@ def deliveries_process(deliveries: list[Delivery]) -> None:
 
 def deliveries_save_outcome(deliveries: list[Delivery]) -> None:
     """One UPDATE per distinct outcome (in a storm: one for the whole batch), where bulk_update
-    built a CASE per row and field (0.3 ms of CPU per delivery)."""
+    built a CASE per row and field, CPU paid for every delivery."""
     fields = ("status", "accepted", "rejected", "processed_at", "attempts", "error")
     groups: dict[str, tuple[dict, list[int]]] = {}
     for delivery in deliveries:

@@ -135,8 +135,8 @@ post_delete.connect(INTEGRATIONS.clear, sender=Integration, dispatch_uid="rootli
 
 
 def integration_active(integration_id: int, kind: str) -> Integration | None:
-    """The webhook's per-request lookup in plain SQL: compiling the ORM query cost three times
-    the query itself (0.41 against 0.10 ms of CPU per request on the bench machine). Only the
+    """The webhook's per-request lookup in plain SQL: compiling the ORM query cost more CPU than
+    the query itself, on every request. Only the
     columns a webhook needs are read; the others load on access, as with `.only()`."""
     alias = router.db_for_read(Integration)
     connection = connections[alias]

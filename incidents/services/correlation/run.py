@@ -82,7 +82,7 @@ def correlation_slice(*, key: str, since: datetime | None, keep_state: bool) -> 
     try:
         # The collector stays off until a worker's run has frozen its survivors: switched on before, it
         # collected the run's objects at once (their count far past its threshold), and the freeze's
-        # own collection walked them again (4% of a storm's correlation CPU).
+        # own collection walked them again (a storm's correlation paid for both walks).
         with gc_paused():
             with transaction.atomic():
                 previous_token, token = lock_key(key)

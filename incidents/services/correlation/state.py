@@ -42,7 +42,8 @@ MAX_KEPT_KEYS = 256
 # the run (bench/correlate/peer_storm.py).
 BIG_INCIDENT = 500
 RANK_EVERY_SECONDS = settings.CORRELATION_RANK_EVERY_SECONDS  # ROOTLINE_CORRELATION_RANK_EVERY_MS, 5 s
-# Alerts held by all of a process's states together (each costs ~14 KB with its engine entry):
+# Alerts held by all of a process's states together (each costs memory with its engine entry;
+# the measured size is in bench/results/history.md):
 # past this, the least recently used states are dropped and their keys rebuild from the window.
 MAX_KEPT_ALERTS = 200_000
 
