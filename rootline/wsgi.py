@@ -32,6 +32,7 @@ os.environ.setdefault("DJANGO_SETTINGS_MODULE", "rootline.settings")
 django.setup(set_prefix=False)  # as get_wsgi_application() does, with the request class above
 django_application = RootlineWSGIHandler()
 
+from csp.middleware import CSPMiddleware  # noqa: E402
 from django.conf import settings  # noqa: E402
 from django.core.exceptions import DisallowedHost  # noqa: E402
 from django.core.handlers.exception import response_for_exception  # noqa: E402
@@ -57,6 +58,7 @@ def _unused(request):  # the middleware below are only asked for their process_r
 
 security = SecurityMiddleware(_unused)
 frame_options = XFrameOptionsMiddleware(_unused)
+content_security = CSPMiddleware(_unused)
 good_hosts: set[tuple[str | None, str | None]] = set()
 
 
@@ -73,6 +75,8 @@ def lean_enabled() -> bool:
         "django.contrib.auth.middleware.AuthenticationMiddleware",
         "django.contrib.messages.middleware.MessageMiddleware",
         "django.middleware.clickjacking.XFrameOptionsMiddleware",  # applied below
+        "rootline.middleware.TimeZoneMiddleware",  # pages only: hooks answer in UTC, the default
+        "csp.middleware.CSPMiddleware",  # applied below
     }
     return set(settings.MIDDLEWARE) <= known and not settings.DISALLOWED_USER_AGENTS
 
@@ -105,11 +109,13 @@ def webhook_application(environ, start_response, kind: str, integration_id: int)
     # close_old_connections' health check would.
     connection.health_check_done = True  # type: ignore[attr-defined]
     try:
+        content_security.process_request(request)
         response = security.process_request(request) or never_cached(
             views.webhook_answer(request, kind, integration_id)
         )
     except Exception as exc:  # noqa: BLE001 - as Django's handler: a 500 page, logged
         response = response_for_exception(request, exc)
+    response = content_security.process_response(request, response)
     response = security.process_response(request, frame_options.process_response(request, response))
     if not response.has_header("Content-Length"):
         response.headers["Content-Length"] = str(len(response.content))

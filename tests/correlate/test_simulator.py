@@ -130,7 +130,13 @@ def test_management_command_only_delegates_to_the_simulator() -> None:
             modules.update(a.name for a in node.names)
         elif isinstance(node, ast.ImportFrom):
             modules.add(node.module or "")
-    assert modules <= {"__future__", "django.core.management", "django.core.management.base", "correlate"}
+    assert modules <= {
+        "__future__",
+        "typing",
+        "django.core.management",
+        "django.core.management.base",
+        "correlate",
+    }
     assert any(isinstance(n, ast.ClassDef) and n.name == "Command" for n in tree.body)
 
 
