@@ -115,7 +115,7 @@ def webhook_application(environ, start_response, kind: str, integration_id: int)
         )
     except Exception as exc:  # noqa: BLE001 - as Django's handler: a 500 page, logged
         response = response_for_exception(request, exc)
-    response = content_security.process_response(request, response)
+    content_security.process_response(request, response)  # sets its header on this response
     response = security.process_response(request, frame_options.process_response(request, response))
     if not response.has_header("Content-Length"):
         response.headers["Content-Length"] = str(len(response.content))
