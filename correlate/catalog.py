@@ -80,6 +80,10 @@ class Matcher:
     names: tuple[re.Pattern[str], ...]
     metrics: tuple[re.Pattern[str], ...]
     depth: int
+    # How long the condition the alert watches exists before its own metric can show it (a
+    # rollout is "not progressing" only after the Deployment's progress deadline): added to
+    # the alert's estimated onset, beyond its rule's window.
+    onset_lead: timedelta = timedelta(0)
 
 
 @dataclass(frozen=True)
@@ -399,6 +403,7 @@ def _build_matcher(raw: Mapping[str, Any], modes: Mapping[str, ModeInfo], layers
         names=tuple(_compile(p, where) for p in raw.get("names") or ()),
         metrics=tuple(_compile(p, where) for p in raw.get("metrics") or ()),
         depth=int(raw.get("depth", modes[mode].depth)),
+        onset_lead=parse_duration(raw["onset_lead"]) if raw.get("onset_lead") is not None else timedelta(0),
     )
 
 

@@ -101,6 +101,8 @@ class Correlator(_LinkRules, _Assembly):
         self._scope_shapes: dict[tuple, Scope] = {}
         self._scopes: dict[tuple, Scope] = {}
         self._lookbacks: dict[tuple, timedelta] = {}
+        # Matchers whose alerts show their condition late (catalog `onset_lead`), by matcher id.
+        self._onset_leads = {m.id: m.onset_lead for m in self.catalog.matchers if m.onset_lead}
         self._partitions = {}
         self.signatures_before: dict[str, tuple] = {}
         self._entries = {}
@@ -256,6 +258,8 @@ class Correlator(_LinkRules, _Assembly):
             self._scope_keys.clear()
             self._prepared.clear()
         cls = self.classifier.classify(alert)  # cached there by what it reads
+        if self._onset_leads and ":" in cls.source:
+            back = back + self._onset_leads.get(cls.source.rpartition(":")[2], timedelta(0))
         own_keys, own_scan = self.keys_of(scope, alert.alertname)
         return (
             scope,

@@ -33,7 +33,7 @@ _EVENT_FUNCTIONS = frozenset(
     }
 )
 _PROSE = re.compile(
-    r"\b(?:for|over|during|within|across|in|sustained(?:\s+for)?|lasting)\s+(?:the\s+)?(?:last\s+|past\s+|previous\s+|at\s+least\s+|more\s+than\s+)?"
+    r"\b(?:for|over|during|within|across|in|sustained(?:\s+for)?|lasting)\s+(?:the\s+)?(?:last\s+|past\s+|previous\s+|at\s+least\s+|more\s+than\s+|longer\s+than\s+)?"
     r"(\d+)[\s-]*(s|sec|secs|seconds?|m|min|mins|minutes?|h|hr|hrs|hours?)\b",
     re.IGNORECASE,
 )

@@ -136,8 +136,11 @@ def test_slo_label_lets_the_name_decide_which_slo(name, mode):
         ("LLMGateway5xxRate", "error_rate", "serving"),
         ("EnvoyUpstreamErrorRateHigh", "error_rate", "serving"),
         # kube-prometheus, awesome-prometheus-alerts and teams' own names that were unknown/other
-        ("KubeDeploymentRolloutStuck", "restart", "platform"),
-        ("KubeStatefulSetGenerationMismatch", "restart", "platform"),
+        # a rollout that did not go through is the change itself, announced by kube-state-metrics
+        ("KubeDeploymentRolloutStuck", "change", "process"),
+        ("KubeStatefulSetGenerationMismatch", "change", "process"),
+        ("KubeStatefulSetUpdateNotRolledOut", "change", "process"),
+        ("KubeDaemonSetRolloutStuck", "change", "process"),
         ("KubernetesPodNotHealthy", "restart", "platform"),
         ("InferencePoolNoReadyPods", "restart", "platform"),
         ("InferencePoolReadyEndpointsLow", "restart", "platform"),
