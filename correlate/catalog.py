@@ -55,6 +55,7 @@ SCOPE_RELATIONS = (
     "same_cluster",
     "in_change_scope",
     "co_located",
+    "unplaced",
 )
 
 
@@ -369,14 +370,14 @@ def _build_modes(raw: Mapping[str, Any], layers: tuple[str, ...]) -> dict[str, M
             layer,
             int(spec.get("depth", 0)),
             str(spec.get("label", name)),
-            _relations(spec["same_mode_scope"], f"modes.{name}.same_mode_scope")
+            _relations(spec["same_mode_scope"], f"modes.{name}.same_mode_scope", causal=False)
             if spec.get("same_mode_scope") is not None
             else None,
         )
     return modes
 
 
-def _relations(raw: Any, where: str) -> frozenset[str]:
+def _relations(raw: Any, where: str, causal: bool = True) -> frozenset[str]:
     names = [raw] if isinstance(raw, str) else list(raw or ())
     unknown = [name for name in names if name not in SCOPE_RELATIONS]
     if unknown:
@@ -384,6 +385,9 @@ def _relations(raw: Any, where: str) -> frozenset[str]:
             f"{where}: unknown relation(s) {', '.join(map(str, unknown))}; "
             f"known: {', '.join(SCOPE_RELATIONS)}"
         )
+    if not causal and "unplaced" in names:
+        # The scan meets such pairs only as a fault and a later effect (correlate/partition.py).
+        raise CatalogError(f"{where}: 'unplaced' links a causal rule's cause to its effect only")
     return frozenset(names)
 
 

@@ -113,6 +113,16 @@ class Correlator(_LinkRules, _Assembly):
             pair: tuple((r.id, r.max_lag.total_seconds(), r.scope) for r in self.catalog.rules_for(*pair))
             for pair in {(a, b) for a in self.catalog.modes for b in self.catalog.modes}
         }
+        # `unplaced` rules: their causes' node/GPU-level alerts join their cluster's fault bucket,
+        # which a pod alert of an effect mode placed nowhere reads back this far.
+        self.unplaced_reach = {}
+        causes = set()
+        for (cause, effect), plans in self.rule_pairs.items():
+            for _, lag, scope in plans:
+                if "unplaced" in scope and "change" not in (cause, effect):
+                    causes.add(cause)
+                    self.unplaced_reach[effect] = max(lag, self.unplaced_reach.get(effect, 0.0))
+        self.unplaced_causes = frozenset(causes)
         for decision in decisions:
             self._record_decision(decision)
 
@@ -213,7 +223,7 @@ class Correlator(_LinkRules, _Assembly):
         prepared = self._prepared.get(class_key)
         if prepared is None:
             prepared = self._prepared[class_key] = self._prepare(alert, labels_key, class_key)
-        scope, back, cls, change_kind, own_keys, own_scan = prepared
+        scope, back, cls, change_kind, own_keys, own_scan, unplaced = prepared
         starts_at = as_utc(alert.starts_at)
         onset = starts_at - back
         return _Entry(
@@ -230,6 +240,7 @@ class Correlator(_LinkRules, _Assembly):
             key in self._excluded,
             own_keys,
             own_scan,
+            unplaced,
         )
 
     def _prepare(self, alert: Alert, labels_key: tuple, class_key: tuple) -> tuple:
@@ -261,13 +272,19 @@ class Correlator(_LinkRules, _Assembly):
         if self._onset_leads and ":" in cls.source:
             back = back + self._onset_leads.get(cls.source.rpartition(":")[2], timedelta(0))
         own_keys, own_scan = self.keys_of(scope, alert.alertname)
+        mode = cls.failure_mode
+        if scope.pod:
+            unplaced = 2 if mode in self.unplaced_reach and mode != "change" else 0
+        else:
+            unplaced = 1 if mode in self.unplaced_causes and (scope.node or scope.gpus) else 0
         return (
             scope,
             back,
             cls,
-            self._change_kind(alert) if cls.failure_mode == "change" else "",
+            self._change_kind(alert) if mode == "change" else "",
             own_keys,
             own_scan,
+            unplaced,
         )
 
     def keys_of(

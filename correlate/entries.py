@@ -34,6 +34,7 @@ _RELATION_ORDER = (
     "sibling",
     "same_model",
     "gateway",
+    "unplaced",
     "same_namespace",
     "in_change_scope",
     "same_cluster",
@@ -44,6 +45,11 @@ _WIDE_KEYS = frozenset({"gw", "dep", "model"})  # buckets of a workload or model
 # Relations the pod/node/GPU buckets find (a pod group's alerts are all in its leader's pod bucket).
 _LOCAL = frozenset({"same_pod", "same_gpu", "same_node", "co_located", "same_group"})
 _NOWHERE: frozenset[str] = frozenset()
+# A node/GPU-level alert and a pod placed nowhere: found through the cluster's fault bucket only
+# (a fault of a mode some `unplaced` rule starts from; pods placed nowhere read it), never by the
+# workload buckets, and only forwards (the effect's onset at or after the fault's).
+_UNPLACED = frozenset({"unplaced"})
+_FAULTS = ("unplaced", "faults")
 _MAX_LOOKBACK_SECONDS = MAX_LOOKBACK.total_seconds()  # the furthest an alert is placed before it fired
 
 
@@ -92,6 +98,7 @@ class _Entry:
         "number",
         "scan_keys",
         "scan_version",
+        "unplaced",
     )
 
     def __init__(
@@ -109,6 +116,7 @@ class _Entry:
         excluded: bool = False,
         own_keys: tuple[tuple[str, str], ...] | None = None,
         own_scan: tuple[tuple[str, str], ...] = (),
+        unplaced: int = 0,
     ) -> None:
         self.alert = alert
         self.key = key
@@ -145,6 +153,9 @@ class _Entry:
         self.number = 0  # its position in the incident being built
         self.scan_keys: Sequence[tuple[str, str]] = ()  # the buckets its last scan read, with
         self.scan_version = -1  # and the topology's version then (see _Partition._scan_keys_now)
+        # 1: a node/GPU-level fault that joins the fault bucket (_FAULTS); 2: a pod alert of an
+        # `unplaced` rule's effect mode, which reads it while its pod is placed nowhere.
+        self.unplaced = unplaced
 
 
 class _ModeList(list[_Entry]):

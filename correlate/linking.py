@@ -13,6 +13,7 @@ from correlate.entries import (
     _LOCAL,
     _MODE_IDS,
     _TIGHT,
+    _UNPLACED,
     _edge,
     _Entry,
     _tightest,
@@ -24,6 +25,7 @@ from correlate.topology import (
 
 if TYPE_CHECKING:
     from correlate.catalog import Catalog
+    from correlate.partition import _Partition
 
 # A rule as the linking tables hold it: (rule id, max lag in seconds, scope relations).
 _RulePlan = tuple[str, float, frozenset[str]]
@@ -65,6 +67,10 @@ class _LinkRules:
     _apart_needs: dict[str, list[_Need]]
     _local_rules: dict[str, list[bool]]
     _wide_modes: dict[str, list[bool]]
+    _partitions: dict[str, _Partition]
+    # `unplaced` rules: the modes they start from, and per effect mode the widest lag of one.
+    unplaced_causes: frozenset[str]
+    unplaced_reach: dict[str, float]
 
     def scan_tables(self, later: str) -> _ScanTables:
         """A scan's lookups for a `later` alert, in one read (see _Partition._process): they change
@@ -111,8 +117,9 @@ class _LinkRules:
             found = [False] * len(_MODE_IDS)
             for mode, number in _MODE_IDS.items():
                 rules = self.rule_pairs.get((mode, later), ()) + self.rule_pairs.get((later, mode), ())
+                # (Not `unplaced`: the fault bucket finds those pairs, not a workload's buckets.)
                 found[number] = (mode == later and self._same_trouble_beyond_local(later)) or any(
-                    scope - _LOCAL for _, _, scope in rules
+                    scope - _LOCAL - _UNPLACED for _, _, scope in rules
                 )
             self._wide_modes[later] = found
         return found
@@ -140,7 +147,9 @@ class _LinkRules:
             found = [(-1.0, False, False)] * len(_MODE_IDS)
             for mode, number in _MODE_IDS.items():
                 forward = [lag for _, lag, scope in self.rule_pairs.get((mode, later), ()) if scope - _LOCAL]
-                backward = any(scope - _LOCAL for _, _, scope in self.rule_pairs.get((later, mode), ()))
+                backward = any(
+                    scope - _LOCAL - _UNPLACED for _, _, scope in self.rule_pairs.get((later, mode), ())
+                )
                 found[number] = (
                     max(forward, default=-1.0),
                     backward,
@@ -227,7 +236,9 @@ class _LinkRules:
         plan = self._pair_plans.get(plan_key)
         if plan is None:
             plan = self._pair_plans[plan_key] = self._pair_plan(rel, y, x)
-        back_same, forwards, back_slack, same_mode, tight, same = plan
+        back_same, forwards, back_slack, same_mode, tight, same, placed_forwards = plan
+        if placed_forwards is not None and self.pods_known_at_fault(y, x, y_nodes, y_gpus):
+            forwards = placed_forwards  # the topology sees pods on that node/GPU: not this one
         if back_same is not None and x.cls.depth > y.cls.depth and dt <= self.reorder:
             x.edges.append(_edge(x, y, back_same[0], -dt, back_same[1]))
             return _BACKWARD
@@ -260,13 +271,24 @@ class _LinkRules:
         """
         forward, backward = self._plans_for(x.mode)[y.mode_id]
         same = x.mode == y.mode
+        # Never backwards through `unplaced`: resting on timing alone, such a link takes no
+        # onset slack (the effect starts at or after its cause).
+        back_rel = rel - _UNPLACED
         back = next(
-            ((rule_id, _tightest(scope & rel)) for rule_id, _, scope in backward if scope & rel), None
+            ((rule_id, _tightest(scope & back_rel)) for rule_id, _, scope in backward if scope & back_rel),
+            None,
         )
         forwards = tuple(
             (rule_id, max_lag, _tightest(scope & rel)) for rule_id, max_lag, scope in forward if scope & rel
         )
         same_trouble = same and bool(rel & self._same_mode_scopes.get(x.mode, self.same_mode_scope))
+        placed = None
+        if "unplaced" in rel:  # the forward rules left when the fault's node/GPU has known pods
+            placed = tuple(
+                (rule_id, max_lag, _tightest(scope & rel - _UNPLACED))
+                for rule_id, max_lag, scope in forward
+                if scope & rel - _UNPLACED
+            )
         return (
             back if same else None,
             forwards,
@@ -274,6 +296,20 @@ class _LinkRules:
             same_trouble,
             bool(rel & _TIGHT),
             same,
+            placed,
+        )
+
+    def pods_known_at_fault(
+        self, y: _Entry, x: _Entry, y_nodes: frozenset[str], y_gpus: frozenset[str]
+    ) -> bool:
+        """Whether the topology knows pods on the node/GPU of the fault of an `unplaced` pair at
+        the later alert's time: the fault then reaches the pods running there through them
+        (same_node, same_gpu), and a pod it cannot place is taken to run elsewhere (alerts that
+        place pods do exist for that node; the pod is of a kind they do not cover)."""
+        nodes, gpus = (x.nodes, x.gpus) if y.scope.pod else (y_nodes, y_gpus)
+        topology = self._partitions[x.partition].topology
+        return any(topology.pods_on("node", node, x.t) for node in nodes) or any(
+            topology.pods_on("gpu", gpu, x.t) for gpu in gpus
         )
 
     def link_change(self, change: _Entry, x: _Entry) -> bool:

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 from correlate.entries import (
     _BACKWARD,
     _DENSE,
+    _FAULTS,
     _FORWARD,
     _LINK,
     _MAX_LOOKBACK_SECONDS,
@@ -131,6 +132,8 @@ class _Partition(_Rewind):
         if keys is None:  # set when the alert was prepared; a new end clears it
             x.own_keys, x.own_scan = engine.keys_of(x.scope, x.alert.alertname)
             keys = x.own_keys
+        if x.unplaced == 1:
+            keys = keys + (_FAULTS,)  # a fault that pods placed nowhere may follow
         linked: set[str] = set()
         x_t = x.t
         x_mode = x.mode
@@ -162,6 +165,8 @@ class _Partition(_Rewind):
             bucket = index.get(index_key)
             if not bucket:
                 continue
+            # The fault bucket, only as far back as x's mode has an `unplaced` rule into it.
+            stop = horizon if index_key is not _FAULTS else x_t - engine.unplaced_reach[x_mode]
             if index_key[0] == "pod":
                 node = pod_node[index_key]
                 if node and ("node", node) in scan_keys:
@@ -186,7 +191,7 @@ class _Partition(_Rewind):
                 newest_first = reversed(run)
                 for y in newest_first:  # x joins the index only after the scan
                     y_t = y.t
-                    if y_t < horizon:
+                    if y_t < stop:
                         break
                     if y.stamp == stamp or not reads[y.mode_id]:
                         continue
@@ -524,7 +529,7 @@ class _Partition(_Rewind):
         """`_scan_keys` of x as placed: those its last scan read, while its placement stamp is
         the same (no link of its pod, nor of the pods on its nodes/GPUs, changed since)."""
         if not x.nodes and not x.gpus:
-            return x.own_scan  # as _scan_keys answers
+            return x.own_scan + (_FAULTS,) if x.unplaced == 2 else x.own_scan  # as _scan_keys answers
         if self._links_unchanged_since(x, x.scan_version):
             return x.scan_keys
         return self._scan_keys(x, x.own_scan)
@@ -550,8 +555,8 @@ class _Partition(_Rewind):
         same-mode component depends on it.
         """
         scope = x.scope
-        if not x.nodes and not x.gpus:
-            return own
+        if not x.nodes and not x.gpus:  # placed nowhere: a pod alert of an `unplaced` effect reads the faults
+            return own + (_FAULTS,) if x.unplaced == 2 else own
         topology = self.topology
         # `own` follows from the scope, and the pods on x's nodes/GPUs stay the same between two
         # of their link start times: the answer holds there, until the topology learns a link.

@@ -33,6 +33,7 @@ RELATION_WORDS = {
     "same_namespace": "same namespace",
     "same_cluster": "same cluster",
     "in_change_scope": "inside the change's scope",
+    "unplaced": "timing alone: the pod is placed on no node",
     "same_alertname": "the alert whose rule was edited",
 }
 

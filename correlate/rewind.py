@@ -9,7 +9,7 @@ from collections.abc import Sequence
 from itertools import islice
 from typing import TYPE_CHECKING
 
-from correlate.entries import _WIDE_KEYS, _Entry, _ModeList, _sort_key
+from correlate.entries import _FAULTS, _WIDE_KEYS, _Entry, _ModeList, _sort_key
 
 if TYPE_CHECKING:
     from correlate.engine import Correlator
@@ -58,6 +58,10 @@ class _Rewind:
         and none needs a replay when the link changes no outcome (see `_link_changes_nothing`).
         """
         first = len(self.entries)
+        if self._fault_near(kind, value, since):
+            # Pods known on a fault's node/GPU end its `unplaced` links (Correlator.pods_known_at_fault)
+            # for every alert from `since` on, whichever pod it is on.
+            return bisect.bisect_left(self.sort_keys, (since, ""))
         if self._link_changes_nothing(pod, kind, value, since):
             return first
         buckets = [("pod", pod), (kind, value)] + [
@@ -70,6 +74,20 @@ class _Rewind:
                 if at < len(bucket):
                     first = min(first, bisect.bisect_left(self.sort_keys, bucket[at].sort_key))
         return first
+
+    def _fault_near(self, kind: str, value: str, since: float) -> bool:
+        """Whether a fault on that node/GPU in the fault bucket can meet a pod placed nowhere
+        from `since` on (within the widest `unplaced` rule's lag before it)."""
+        faults = self.index.get(_FAULTS)
+        if not faults:
+            return False
+        horizon = since - max(self.engine.unplaced_reach.values())
+        for entry in reversed(faults):
+            if entry.t < horizon:
+                break
+            if value in (entry.nodes if kind == "node" else entry.gpus):
+                return True
+        return False
 
     def _link_changes_nothing(self, pod: str, kind: str, value: str, valid_from: float) -> bool:
         """Whether a new pod->node/GPU link leaves every processed outcome as it was.
@@ -96,6 +114,11 @@ class _Rewind:
             return True
         if kind not in self.engine.implied_by_same_pod or len(namespaces - {""}) > 1:
             return False
+        for entry in reversed(bucket):
+            if entry.t < valid_from:
+                break
+            if entry.unplaced == 2 and not entry.nodes and not entry.gpus:
+                return False  # placed now, it no longer meets the faults `unplaced` rules read
         if any(other != pod for other in self.topology.pods_on(kind, value, float("inf"))):
             return False
         for entry in reversed(self.index.get((kind, value), ())):
@@ -201,6 +224,8 @@ class _Rewind:
             x.own_keys, x.own_scan = self.engine.keys_of(x.scope, x.alert.alertname)
             keys = x.own_keys
         reads = set(x.index_keys).union(keys)
+        if x.unplaced == 1:
+            reads.add(_FAULTS)  # it joins the fault bucket too (see `_process`)
         if not x.excluded and x.mode != "change":
             self._place(x)
             reads.update(self._scan_keys_now(x))
@@ -401,3 +426,5 @@ class _Replay:
         if entry not in self.tainted:
             self.tainted.add(entry)
             self.hot.update(entry.own_scan)
+            if entry.unplaced == 1:
+                self.hot.add(_FAULTS)

@@ -139,6 +139,12 @@ def relations(
         # Two different pods sharing a node are neighbours, not one trouble: only a node- or
         # GPU-level alert (no pod) relates to the pods on its node.
         found.add("co_located" if a.pod and b.pod and a.pod != b.pod else "same_node")
+    elif (a.pod and not a_nodes and not a_gpus and not b.pod and (b_nodes or b_gpus)) or (
+        b.pod and not b_nodes and not b_gpus and not a.pod and (a_nodes or a_gpus)
+    ):
+        # A node- or GPU-level alert and a pod placed on no node or GPU (its alerts carry none,
+        # and none taught the topology where it runs): it may run there, and only time can tell.
+        found.add("unplaced")
     if a.deployment and a.deployment == b.deployment and same_ns:
         found.update(("same_deployment", "sibling"))
     if a.model and a.model == b.model:

@@ -232,7 +232,8 @@ def test_late_arrival_is_placed_by_event_time():
 
 
 def test_learned_pod_to_node_link_regroups_earlier_alerts():
-    oom = make_alert("LLMEngineContainerCrashLoop", "02:05", pod=POD, **LABELS)
+    # 10 minutes after the Xid: beyond what timing alone links (gpu_error->restart~unplaced, 6m).
+    oom = make_alert("LLMEngineContainerCrashLoop", "02:10", pod=POD, **LABELS)
     xid = make_alert("DCGMXidErrors", "02:00", Hostname="gpu-node-3", gpu="1", **LABELS)
     teacher = make_alert("KubePodInfoNode", "02:09", pod=POD, node="gpu-node-3", **LABELS)
     correlator = Correlator(CATALOG)
@@ -248,7 +249,7 @@ def test_learned_pod_to_node_link_regroups_earlier_alerts():
 
 
 def test_a_link_learned_hours_later_does_not_regroup_the_past():
-    crash = make_alert("LLMEngineContainerCrashLoop", "02:05", pod=POD, **LABELS)
+    crash = make_alert("LLMEngineContainerCrashLoop", "02:10", pod=POD, **LABELS)
     xid = make_alert("DCGMXidErrors", "02:00", Hostname="gpu-node-3", gpu="1", **LABELS)
     teacher = make_alert("KubePodInfoNode", "05:00", pod=POD, node="gpu-node-3", **LABELS)
     assert len(correlate([crash, xid, teacher], catalog=CATALOG)) == 3
