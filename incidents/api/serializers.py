@@ -47,6 +47,11 @@ class ChainLinkSerializer(serializers.Serializer):
     layer = serializers.CharField(allow_null=True)
     failure_mode = serializers.CharField(allow_null=True)
     started_at = serializers.DateTimeField()
+    onset_at = serializers.DateTimeField(
+        allow_null=True,
+        help_text="when its condition began, estimated from its rule's window (the chain is in this "
+        "order; started_at is when it fired)",
+    )
 
 
 class IncidentSerializer(serializers.ModelSerializer):
@@ -109,6 +114,9 @@ class IncidentSerializer(serializers.ModelSerializer):
                 "layer": alert.layer,
                 "failure_mode": alert.failure_mode,
                 "started_at": serializers.DateTimeField().to_representation(alert.starts_at),
+                "onset_at": serializers.DateTimeField().to_representation(alert.onset)
+                if alert.onset
+                else None,
             }
             for alert in (alerts.get(alert_id) for alert_id in incident.chain)
             if alert is not None

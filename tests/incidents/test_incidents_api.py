@@ -431,3 +431,33 @@ def test_alert_counts_are_counted_per_incident_listed_not_over_every_alert(
     assert (
         sql.count("GROUP BY") == 1 and 'GROUP BY U0."incident_id"' in sql
     )  # only inside the per-incident count
+
+
+def test_chain_steps_carry_their_estimated_onset_beside_their_firing_time(
+    make_integration, deliver, users, api
+):
+    """A fragmentation rule over a 15-minute average fires after the OOM it caused; the chain puts
+    it first by its onset, and each step says both times."""
+    integration = make_integration()
+    slow = am_alert(
+        "KVCacheFragmentationHigh",
+        f"{DAY}T02:05:00Z",
+        annotations={"summary": "fragmentation", "description": "over 25% for 15 minutes"},
+        pod=BAD_POD,
+        **FLEET,
+    )
+    oom = am_alert("LLMContainerOOMKilled", f"{DAY}T02:00:00Z", pod=BAD_POD, container="vllm", **FLEET)
+    deliver(integration, am_body(oom))
+    deliver(integration, am_body(slow))
+    incident = Alert.objects.get(alertname="LLMContainerOOMKilled").incident
+    body = api(users("v", "viewer"), "get", f"/api/v1/incidents/{incident.pk}/").json()
+    steps = {link["alertname"]: link for link in body["chain"]}
+    fragmentation = steps["KVCacheFragmentationHigh"]
+    assert (
+        fragmentation["started_at"] == f"{DAY}T02:05:00Z" and fragmentation["onset_at"] == f"{DAY}T01:50:00Z"
+    )
+    assert steps["LLMContainerOOMKilled"]["onset_at"] == steps["LLMContainerOOMKilled"]["started_at"]
+    assert [link["alertname"] for link in body["chain"]][:2] == [
+        "KVCacheFragmentationHigh",
+        "LLMContainerOOMKilled",
+    ]
