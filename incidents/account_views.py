@@ -6,10 +6,11 @@ from django.contrib import messages
 from django.contrib.auth.decorators import login_required
 from django.http import HttpRequest, HttpResponse
 from django.shortcuts import redirect, render
+from django.utils import timezone
 
 from incidents.models import AuditRecord
 from incidents.services.errors import RootlineError
-from incidents.services.people import profile_set_time_zone, time_zone_names, time_zone_of
+from incidents.services.people import profile_set_time_zone, time_zone_names
 from incidents.services.roles import acting_user, role_of
 from rootline.middleware import TimeZoneMiddleware
 
@@ -31,5 +32,9 @@ def profile_page(request: HttpRequest) -> HttpResponse:
     return render(
         request,
         "registration/profile.html",
-        {"time_zones": sorted(time_zone_names()), "current": time_zone_of(user), "role": role_of(user)},
+        {
+            "time_zones": sorted(time_zone_names()),
+            "current": timezone.get_current_timezone_name(),  # the middleware read it for this page
+            "role": role_of(user),
+        },
     )
