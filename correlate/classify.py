@@ -97,6 +97,11 @@ class Classifier:
         self._read_text = False  # whether the classification under way read the rule URL or annotations
         self._names = _Patterns(self.catalog.matchers, "names")
         self._metrics = _Patterns(self.catalog.matchers, "metrics")
+        # Which modes each layer's alerts can show (a GPU's memory can run out as a KV pool can).
+        self._layer_modes = frozenset(
+            [(m.layer, m.mode) for m in self.catalog.matchers]
+            + [(info.layer, mode) for mode, info in self.catalog.modes.items()]
+        )
         self._relevant_labels = frozenset(
             self.catalog.layer_keys
             + self.catalog.mode_keys
@@ -132,17 +137,37 @@ class Classifier:
         explicit_layer = self._explicit_layer(alert.labels)
         explicit_mode = self._explicit_mode(alert) or self._named_slo(alert.labels)
         if explicit_mode:
+            if self._labels_contradict(explicit_mode, explicit_layer, inferred):
+                # The team's two labels disagree and the name or rule sides with the layer label:
+                # the mode label is the odd one out (a copied rule template's leftover).
+                return Classification(
+                    explicit_layer, inferred.failure_mode, f"over-label:{inferred.source}", inferred.depth
+                )
             agrees = inferred.failure_mode == explicit_mode
             depth = inferred.depth if agrees else catalog.mode_depth(explicit_mode)
+            # The name or rule it overruled stays in the source, for the explanation.
+            source = (
+                "labels" if agrees or inferred.failure_mode == "other" else f"labels-over:{inferred.source}"
+            )
             if explicit_layer:
-                return Classification(explicit_layer, explicit_mode, "labels", depth)
+                return Classification(explicit_layer, explicit_mode, source, depth)
             layer = inferred.layer if agrees else catalog.mode_layer(explicit_mode)
-            return Classification(layer, explicit_mode, "labels", depth)
+            return Classification(layer, explicit_mode, source, depth)
         if explicit_layer:
             return Classification(
                 explicit_layer, inferred.failure_mode, f"labels+{inferred.source}", inferred.depth
             )
         return inferred
+
+    def _labels_contradict(self, explicit_mode: str, explicit_layer: str, inferred: Classification) -> bool:
+        """Whether the explicit mode label is outvoted: the layer label contradicts it and the
+        alert's name or rule names a mode of that layer."""
+        return bool(
+            explicit_layer
+            and inferred.failure_mode not in ("other", explicit_mode)
+            and inferred.layer == explicit_layer
+            and (explicit_layer, explicit_mode) not in self._layer_modes
+        )
 
     def _is_change(self, labels: Mapping[str, str]) -> bool:
         catalog = self.catalog
@@ -198,13 +223,23 @@ class Classifier:
         return ""
 
     def _slo_mode(self, alert: Alert) -> str:
+        """Which SLO an alert labelled as one is about: a latency SLO its rule measures, else what
+        its name or rule says broke (an SLO-flavoured label on an OOM or an Xid is the team's
+        paging class, not a breach), else the SLO its name or rule mentions, else TTFT."""
         self._read_text = True
-        for text in (name_words(alert.alertname), rule_expressions(alert.generator_url).lower()):
+        name = name_words(alert.alertname)
+        expr = rule_expressions(alert.generator_url).lower()
+        for mode, pattern in self.catalog.slo_names:
+            if mode.startswith("slo_") and pattern.search(expr):
+                return mode
+        inferred = self._infer(alert).failure_mode
+        if inferred != "other":
+            return inferred
+        for text in (name, expr):
             for mode, pattern in self.catalog.slo_names:
                 if pattern.search(text):
                     return mode
-        inferred = self._infer(alert).failure_mode
-        return inferred if inferred.startswith("slo_") else "slo_ttft"
+        return "slo_ttft"
 
     def _infer(self, alert: Alert) -> Classification:
         words = name_words(alert.alertname)

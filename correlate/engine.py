@@ -269,7 +269,7 @@ class Correlator(_LinkRules, _Assembly):
             self._scope_keys.clear()
             self._prepared.clear()
         cls = self.classifier.classify(alert)  # cached there by what it reads
-        if self._onset_leads and ":" in cls.source:
+        if self._onset_leads and ":" in cls.source and not cls.source.startswith("labels-over:"):
             back = back + self._onset_leads.get(cls.source.rpartition(":")[2], timedelta(0))
         own_keys, own_scan = self.keys_of(scope, alert.alertname)
         mode = cls.failure_mode

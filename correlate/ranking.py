@@ -100,6 +100,8 @@ def rank_numbered(
     top = scored[:wanted]
     total_score = sum(s for s, *_ in top) or 1.0
     by_key = {m.key: m for m in members}
+    first = min(range(len(members)), key=lambda i: (members[i].starts_at, i))
+    first_fired = (members[first], first in caused)
     outgoing = _outgoing_of({-negative for _, negative, _, _ in top}, members, graph)
     through = _kin_explaining(
         {-negative for _, negative, key, reach in top if reach and key not in outgoing}, members, graph, links
@@ -116,6 +118,7 @@ def rank_numbered(
                 len(members),
                 catalog,
                 through=through.get(key),
+                first_fired=first_fired,
             ),
         )
         for score, _, key, reach in top
@@ -388,9 +391,28 @@ def explain(
     size: int,
     catalog: Catalog,
     through: tuple[Member, list[Edge]] | None = None,
+    first_fired: tuple[Member, bool] | None = None,
 ) -> str:
-    """One sentence naming the rule, in the words an on-call engineer would use. `through`: the
-    member of the root's same trouble whose edges explain what the root itself has no edge to."""
+    """A sentence naming the rule, in the words an on-call engineer would use, then why the
+    alert that fired first is not the root and which evidence decided the root's failure mode
+    when its labels and its name or rule disagree. `through`: the member of the root's same
+    trouble whose edges explain what the root itself has no edge to; `first_fired`: the member
+    that fired first and whether an edge makes it an effect."""
+    text = _rule_sentence(root, outgoing, by_key, reach, size, catalog, through)
+    if first_fired is not None and first_fired[0].key != root.key:
+        text += _why_not_first(root, *first_fired)
+    return text + _decided_words(root, catalog)
+
+
+def _rule_sentence(
+    root: Member,
+    outgoing: list[Edge],
+    by_key: dict[str, Member],
+    reach: int,
+    size: int,
+    catalog: Catalog,
+    through: tuple[Member, list[Edge]] | None,
+) -> str:
     label = (
         catalog.modes[root.failure_mode].label if root.failure_mode in catalog.modes else root.failure_mode
     )
@@ -428,3 +450,56 @@ def explain(
         f"{cause_words} (rule {edge.rule}, lag {_lag_words(edge.lag_seconds)}, {relation}); "
         f"it explains {reach} of the other {size - 1} alert(s)."
     )
+
+
+def _held_words(member: Member) -> str:
+    held = (member.starts_at - member.onset).total_seconds()
+    return f": its rule holds {_lag_words(held)}" if held >= 60 else ""
+
+
+def _why_not_first(root: Member, first: Member, first_is_effect: bool) -> str:
+    """Why the alert that fired first (before the root) is not the root, or '' when the root fired first."""
+    if first.starts_at >= root.starts_at:
+        return ""
+    name, root_name = first.alertname or first.key, root.alertname or root.key
+    opening = f" {name} fired first (at {_clock(first.starts_at)}), but"
+    if first.onset > root.onset:
+        return (
+            f"{opening} its condition began at {_clock(first.onset)}{_held_words(first)}, after "
+            f"{root_name}'s (from {_clock(root.onset)}{_held_words(root)})."
+        )
+    if first_is_effect:
+        return f"{opening} the causal rules make it an effect, not a cause, of the rest."
+    return f"{opening} no causal rule makes it a cause of the rest."
+
+
+_EVIDENCE_WORDS = {
+    "name": "name",
+    "expr": "rule expression",
+    "annotations": "annotated expression",
+    "text": "description",
+}
+
+
+def _decided_words(root: Member, catalog: Catalog) -> str:
+    """Which evidence decided the root's failure mode when its labels and its name or rule disagree."""
+    how, _, rest = root.classified_by.partition(":")
+    if how not in ("over-label", "labels-over"):
+        return ""
+    origin, _, matcher_id = rest.partition(":")
+    evidence = _EVIDENCE_WORDS.get(origin, origin)
+    name = root.alertname or root.key
+    if how == "over-label":
+        return (
+            f" {name}'s failure_mode label contradicts its layer label ({root.layer}); its {evidence} "
+            f"agrees with the layer and decided the mode ({_mode_label(root.failure_mode, catalog)})."
+        )
+    other = next((m.mode for m in catalog.matchers if m.id == matcher_id), "")
+    return (
+        f" {name}'s failure_mode label decided the mode ({_mode_label(root.failure_mode, catalog)}); its "
+        f"{evidence} reads as {_mode_label(other, catalog) if other else 'another mode'}."
+    )
+
+
+def _mode_label(mode: str, catalog: Catalog) -> str:
+    return catalog.modes[mode].label if mode in catalog.modes else mode

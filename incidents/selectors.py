@@ -259,11 +259,12 @@ def incident_page(incident_id: int) -> dict | None:
     if steps is not None:
         for step in steps:
             step["alert"] = alerts.get(step["first"])
+    chain = [alerts[alert_id] for alert_id in incident.chain if alert_id in alerts] if steps is None else []
+    for alert, early in zip(chain, fired_before_a_cause(chain), strict=True):
+        alert.fired_early = early  # for the template
     return {
         "incident": incident,
-        "chain": [alerts[alert_id] for alert_id in incident.chain if alert_id in alerts]
-        if steps is None
-        else [],
+        "chain": chain,
         "chain_steps": [step for step in steps if step["alert"]] if steps is not None else [],
         "alerts": members,
         "alerts_not_shown": annotated_alert_count(incident) - len(members),
@@ -275,6 +276,17 @@ def incident_page(incident_id: int) -> dict | None:
         "actions": list(incident.actions.select_related("by", "alert").order_by("at", "id")),
         "merged": list(incident.merged.values_list("pk", flat=True)),
     }
+
+
+def fired_before_a_cause(alerts: Iterable[Alert]) -> list[bool]:
+    """For alerts in chain order (cause before effect): whether each fired before a step listed
+    ahead of it, where the causal order and the firing order differ (a slow rule's root fires late)."""
+    marks = []
+    latest = None
+    for alert in alerts:
+        marks.append(latest is not None and alert.starts_at < latest)
+        latest = alert.starts_at if latest is None else max(latest, alert.starts_at)
+    return marks
 
 
 CHAIN_IN_FULL = 15  # a longer chain (a storm's: every alert) is shown one step per alert name

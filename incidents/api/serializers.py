@@ -7,6 +7,7 @@ from rest_framework import serializers
 
 from incidents.action_bodies import ACTION_FIELDS
 from incidents.models import Alert, Incident
+from incidents.selectors import fired_before_a_cause
 from incidents.timeline import incident_durations
 
 
@@ -51,6 +52,9 @@ class ChainLinkSerializer(serializers.Serializer):
         allow_null=True,
         help_text="when its condition began, estimated from its rule's window (the chain is in this "
         "order; started_at is when it fired)",
+    )
+    fired_before_cause = serializers.BooleanField(
+        help_text="it fired before a step listed ahead of it: the causal and firing orders differ here"
     )
 
 
@@ -107,6 +111,7 @@ class IncidentSerializer(serializers.ModelSerializer):
     @extend_schema_field(ChainLinkSerializer(many=True))
     def get_chain(self, incident: Incident) -> list[dict]:
         alerts = self.context["chain_alerts"]
+        chain = [alerts[alert_id] for alert_id in incident.chain if alert_id in alerts]
         return [
             {
                 "alert_id": alert.pk,
@@ -117,9 +122,9 @@ class IncidentSerializer(serializers.ModelSerializer):
                 "onset_at": serializers.DateTimeField().to_representation(alert.onset)
                 if alert.onset
                 else None,
+                "fired_before_cause": early,
             }
-            for alert in (alerts.get(alert_id) for alert_id in incident.chain)
-            if alert is not None
+            for alert, early in zip(chain, fired_before_a_cause(chain), strict=True)
         ]
 
 

@@ -461,3 +461,11 @@ def test_chain_steps_carry_their_estimated_onset_beside_their_firing_time(
         "KVCacheFragmentationHigh",
         "LLMContainerOOMKilled",
     ]
+    assert fragmentation["fired_before_cause"] is False
+    assert steps["LLMContainerOOMKilled"]["fired_before_cause"] is True  # fired at 02:00, after 02:05's cause
+    page = api(users("v2", "viewer"), "get", f"/incidents/{incident.pk}/").content.decode()
+    assert page.count("fired before its cause") == 1
+    assert (
+        "LLMContainerOOMKilled fired first (at 02:00), but its condition began at 02:00"
+        in body["root_cause"]["explanation"]
+    )
