@@ -8,8 +8,10 @@ from datetime import UTC, datetime, timedelta
 from typing import Any
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.db import connection
 from django.db.models import (
+    Case,
     Count,
     IntegerField,
     Max,
@@ -20,12 +22,17 @@ from django.db.models import (
     QuerySet,
     Subquery,
     Sum,
+    Value,
+    When,
 )
 from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from incidents import chain_drawing, queue
+from incidents.catalog import catalog as app_catalog
 from incidents.models import Alert, Delivery, Incident, RootCandidate, place_named
+from incidents.queue import QueueFilters
 from incidents.runbooks import runbook_href
 
 
@@ -211,19 +218,49 @@ def incident_detail(incident_id: int, *, members: bool = True) -> Incident | Non
     )
 
 
-def triage_page(*, status: str = "open", limit: int = 200) -> dict[str, Any]:
-    incidents = list(incidents_list(status=status)[:limit])
+def triage_page(*, filters: QueueFilters, user: User | None, limit: int = 200) -> dict[str, Any]:
+    """The queue: incidents as `filters` narrow and order them, each with its chain's names, and
+    the values its filters offer (read from the open incidents, which are few)."""
+    listed = (
+        Incident.objects.visible()
+        .select_related("root_alert", "assignee")
+        .annotate(alert_count=alert_count())
+    )
+    incidents = list(queue.filtered(listed, filters, user)[:limit])
     alerts = chain_alerts(incidents)
     for incident in incidents:
         names = (alerts[alert_id].alertname for alert_id in incident.chain if alert_id in alerts)
         incident.chain_names = list(dict.fromkeys(names))  # type: ignore[attr-defined]  # for the template
     return {
         "incidents": incidents,
-        "status": status,
+        "filters": filters,
+        "status": filters.status,
         "counts": status_counts(),
-        "deliveries": latest_deliveries(8),
+        "choices": queue_choices(filters),
         "backlog": backlog(),
+        "limit": limit,
     }
+
+
+def queue_choices(filters: QueueFilters) -> dict[str, list[str]]:
+    """What the queue's filters offer: the clusters and models of open incidents (and the value
+    chosen now), the layers and failure modes of the catalog."""
+    catalog = app_catalog()
+    scopes = Incident.objects.open().values_list("scope", flat=True)[:QUEUE_CHOICES_FROM]
+    clusters = {
+        str(scope.get("cluster")) for scope in scopes if isinstance(scope, dict) and scope.get("cluster")
+    }
+    models = {str(scope.get("model")) for scope in scopes if isinstance(scope, dict) and scope.get("model")}
+    return {
+        "cluster": sorted(clusters | ({filters.cluster} - {""})),
+        "model": sorted(models | ({filters.model} - {""})),
+        "layer": list(catalog.layers),
+        "failure_mode": sorted(catalog.modes),
+        "severity": list(Incident.Severity.values),
+    }
+
+
+QUEUE_CHOICES_FROM = 2000  # open incidents read for the filters' choices (a storm day has hundreds)
 
 
 PAGE_ALERTS = 200  # an incident page lists this many of its alerts (a storm's incident holds thousands)
@@ -275,7 +312,85 @@ def incident_page(incident_id: int) -> dict | None:
         "edges_not_shown": edge_count - len(edges),
         "actions": list(incident.actions.select_related("by", "alert").order_by("at", "id")),
         "merged": list(incident.merged.values_list("pk", flat=True)),
+        "drawing": chain_drawing.draw(*drawn_chain(incident, chain, steps, edges, alerts)),
+        "seen_before": seen_before(incident),
     }
+
+
+def drawn_chain(
+    incident: Incident, chain: list[Alert], steps: list[dict] | None, edges: list, alerts: dict[int, Alert]
+) -> tuple[list[chain_drawing.Step], list[tuple[object, object, str, float]]]:
+    """The chain's steps and links as chain_drawing takes them: one step per alert, or for a
+    storm's chain told by name one per name (a link then joins the names of its two alerts)."""
+    root_id = incident.root_alert_id
+    if steps is None:
+        drawn = [
+            chain_drawing.Step(a.pk, a.alertname, a.layer or "", a.failure_mode or "", a.pk == root_id)
+            for a in chain
+        ]
+        key_of: dict[int, object] = {a.pk: a.pk for a in chain}
+    else:
+        root_name = alerts[root_id].alertname if root_id in alerts else None
+        drawn = []
+        for step in steps:
+            first = step["alert"]
+            if first is None:
+                continue
+            drawn.append(
+                chain_drawing.Step(
+                    first.alertname, first.alertname, first.layer or "", first.failure_mode or "",
+                    first.alertname == root_name, step["count"],
+                )
+            )  # fmt: skip
+        key_of = {pk: alert.alertname for pk, alert in alerts.items()}
+    links = [
+        (key_of[edge.cause_id], key_of[edge.effect_id], edge.rule, edge.lag_seconds)
+        for edge in edges
+        if edge.cause_id in key_of and edge.effect_id in key_of
+    ]
+    return drawn, links
+
+
+SEEN_BEFORE = 5  # earlier incidents of the same signature the incident page lists
+
+
+def seen_before(incident: Incident) -> list[Incident]:
+    """Earlier incidents with the same chain signature on the same deployment or model, newest first."""
+    scope = incident.scope if isinstance(incident.scope, dict) else {}
+    places = Q()
+    for key in ("deployment", "model"):
+        if scope.get(key):
+            places |= Q(**{f"scope__{key}": scope[key]})
+    if not incident.chain_signature or not places:
+        return []
+    return list(
+        Incident.objects.visible()
+        .filter(places, chain_signature=incident.chain_signature, started_at__lt=incident.started_at)
+        .exclude(pk=incident.pk)
+        .only("pk", "title", "started_at", "status", "severity")
+        .order_by("-started_at")[:SEEN_BEFORE]
+    )
+
+
+def assignable_users(limit: int = 200) -> list[User]:
+    """Who the incident page offers to assign to: active people who may act (responders and up)."""
+    may_act = Q(is_superuser=True) | Q(groups__name__in=("responder", "author", "admin"))
+    return list(User.objects.filter(may_act, is_active=True).distinct().order_by("username")[:limit])
+
+
+MERGE_TARGETS = 30  # the open incidents the merge form offers by name (any other by its number)
+
+
+def merge_targets(incident: Incident) -> list[Incident]:
+    """Open incidents to merge this one into, those on its cluster first, then the newest."""
+    cluster = incident.scope.get("cluster") if isinstance(incident.scope, dict) else None
+    same = Case(When(scope__cluster=cluster, then=Value(0)), default=Value(1), output_field=IntegerField())
+    return list(
+        Incident.objects.open()
+        .exclude(pk=incident.pk)
+        .only("pk", "title", "severity")
+        .order_by(same if cluster else "-started_at", "-started_at")[:MERGE_TARGETS]
+    )
 
 
 def fired_before_a_cause(alerts: Iterable[Alert]) -> list[bool]:

@@ -23,6 +23,7 @@ other databases (the demo's SQLite).
 from __future__ import annotations
 
 import itertools
+import json
 import math
 import weakref
 import zlib
@@ -32,6 +33,7 @@ from typing import Any
 
 from django.db import connection, connections, models, router
 from django.db.backends.utils import CursorWrapper
+from django.db.models.functions import Cast
 
 BATCH = 5000
 
@@ -324,3 +326,16 @@ def swap_run_token(model: type[models.Model], key: str, token: str) -> str:
         )
         found = cursor.fetchone()
     return found[0] if found else ""
+
+
+def filter_json_list_has(rows: models.QuerySet, field: str, value: str) -> models.QuerySet:
+    """Rows whose JSON list `field` holds the string `value`: `@>` on PostgreSQL's jsonb; on
+    SQLite, which has no JSON containment in Django, the value's JSON text inside the stored
+    list's text (a layer or failure mode name holds no quote, so its quoted text matches only
+    that element)."""
+    if connection.vendor == "postgresql":
+        return rows.filter(**{f"{field}__contains": [value]})
+    as_text = f"{field}_text"
+    return rows.alias(**{as_text: Cast(field, models.TextField())}).filter(
+        **{f"{as_text}__contains": json.dumps(value)}
+    )

@@ -13,6 +13,8 @@ from django.core.cache import cache
 from django.db import DatabaseError, DataError, IntegrityError, InterfaceError, OperationalError, connection
 from django.http import Http404, HttpRequest, HttpResponse, JsonResponse
 from django.shortcuts import get_object_or_404, redirect, render
+from django.urls import reverse
+from django.utils.http import url_has_allowed_host_and_scheme
 from django.views.decorators.cache import never_cache
 from django.views.decorators.csrf import csrf_exempt
 from django.views.decorators.http import require_POST
@@ -23,6 +25,7 @@ from incidents import selectors, services
 from incidents.action_bodies import incident_act_on_body
 from incidents.metrics import metrics_text
 from incidents.models import AuditRecord, Delivery, Incident, Integration
+from incidents.queue import QueueFilters
 from incidents.services.errors import RootlineError
 from incidents.services.roles import acting_user, has_role
 
@@ -203,11 +206,15 @@ def metrics(request: HttpRequest) -> HttpResponse:
 
 @login_required
 def home(request: HttpRequest) -> HttpResponse:
-    """The triage queue: open incidents first, newest first, root cause and chain at a glance."""
-    status = request.GET.get("status", "open")
-    if status not in ("open", "resolved", "all"):
-        status = "open"
-    return render(request, "incidents/triage.html", selectors.triage_page(status=status))
+    """The triage queue (incidents/queue.py): open incidents by severity then recency, filtered by
+    the URL, root cause and chain at a glance."""
+    filters = QueueFilters.from_query(request.GET)
+    page = selectors.triage_page(filters=filters, user=acting_user(request.user))
+    page["can_act"] = has_role(request.user, "responder")
+    if request.headers.get("HX-Request") == "true":
+        # The page's poll every few seconds: the queue alone, so new incidents show without a reload.
+        return render(request, "incidents/_queue.html", page)
+    return render(request, "incidents/triage.html", page)
 
 
 @login_required
@@ -221,6 +228,9 @@ def incident_page(request: HttpRequest, incident_id: int) -> HttpResponse:
     if page is None:
         raise Http404(f"no incident {incident_id}")
     page["can_act"] = has_role(request.user, "responder")
+    if page["can_act"]:
+        page["assignable"] = selectors.assignable_users()
+        page["merge_targets"] = selectors.merge_targets(page["incident"])
     return render(request, "incidents/incident.html", page)
 
 
@@ -229,21 +239,35 @@ def incident_page(request: HttpRequest, incident_id: int) -> HttpResponse:
 def incident_act_form(request: HttpRequest, incident_id: int) -> HttpResponse:
     """The incident page's buttons and forms: the same service as the API."""
     incident = get_object_or_404(Incident, pk=incident_id)
-    body: dict[str, str | int] = {
-        key: str(value) for key, value in request.POST.items() if key != "csrfmiddlewaretoken" and value != ""
+    body: dict[str, str | int | list[int | str]] = {
+        key: str(value)
+        for key, value in request.POST.items()
+        if key not in ("csrfmiddlewaretoken", "next", "alert_ids") and value != ""
     }
     for key in ("alert_id", "into"):
-        # ASCII digits only: "²" and "٣" are digits to str.isdigit, and int() refuses the first
-        # and any number over 4,300 digits; what stays text is refused by the action as not an id.
         value = body.get(key)
-        if isinstance(value, str) and value.isascii() and value.isdigit() and len(value) <= 30:
-            body[key] = int(value)
+        if isinstance(value, str):
+            body[key] = form_id(value)
+    if "alert_ids" in request.POST:
+        body["alert_ids"] = [form_id(value) for value in request.POST.getlist("alert_ids")]
+    back = request.POST.get("next", "")
+    if not url_has_allowed_host_and_scheme(back, allowed_hosts={request.get_host()}):
+        back = ""
     try:
         outcome = incident_act_on_body(
             incident=incident, user=acting_user(request.user), via=AuditRecord.Via.PAGE, body=body
         )
     except RootlineError as exc:
         messages.error(request, exc.message)
-        return redirect("incident", incident_id=incident.pk)
+        return redirect(back or reverse("incident", kwargs={"incident_id": incident.pk}))
     messages.success(request, f"{str(body.get('action', '')).replace('_', ' ')} recorded")
-    return redirect("incident", incident_id=outcome.incidents[0].pk)
+    return redirect(back or reverse("incident", kwargs={"incident_id": outcome.incidents[0].pk}))
+
+
+def form_id(value: str) -> int | str:
+    """A form's id field as a number; ASCII digits only: "²" and "٣" are digits to str.isdigit, and
+    int() refuses the first and any number over 4,300 digits; what stays text is refused by the
+    action as not an id."""
+    if value.isascii() and value.isdigit() and len(value) <= 30:
+        return int(value)
+    return value

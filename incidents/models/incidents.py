@@ -71,6 +71,13 @@ class Incident(models.Model):
     root_confidence = models.FloatField(null=True, blank=True)
     root_explanation = models.TextField(blank=True, default="")
     chain = models.JSONField(default=list, blank=True, help_text="alert ids, cause before effect")
+    chain_signature = models.CharField(
+        max_length=500,
+        blank=True,
+        default="",
+        db_index=True,
+        help_text="its chain's distinct layer:failure_mode pairs in causal order (incidents/signatures.py)",
+    )
     ranking_held = models.BooleanField(
         default=False,
         help_text="its alerts are current but its chain, root and edges wait for the next ranking "

@@ -16,6 +16,7 @@ from django.utils import timezone
 from correlate.results import Incident as EngineIncident
 from correlate.results import Member
 from incidents.models import Alert, Decision, Incident, IncidentEdge, RootCandidate
+from incidents.signatures import chain_signature
 from incidents.sql import rows_delete, rows_insert, rows_update
 
 SEVERITY_WORDS = {
@@ -345,8 +346,15 @@ def incident_details(engine_incident: EngineIncident, first: Alert, by_key: Mapp
         "root_confidence": round(root.confidence, 4) if root else None,
         "root_explanation": root.explanation if root else "",
         "chain": [by_key[k].pk for k in engine_incident.chain if k in by_key],
+        "chain_signature": chain_signature(_chain_steps(engine_incident)),
         "title": incident_title(engine_incident, scope, root_row, first),
     }
+
+
+def _chain_steps(engine_incident: EngineIncident) -> list[tuple[str, str]]:
+    """Each chain step's (layer, failure_mode), cause before effect."""
+    pairs = {member.key: (member.layer, member.failure_mode) for member in engine_incident.members}
+    return [pairs[key] for key in engine_incident.chain if key in pairs]
 
 
 def incident_title(

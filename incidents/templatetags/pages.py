@@ -1,0 +1,48 @@
+"""Template filters the on-call pages share: how long ago, and links that keep the queue's filters."""
+
+from __future__ import annotations
+
+from datetime import datetime
+
+from django import template
+from django.utils import timezone
+
+from incidents import signatures
+from incidents.queue import QueueFilters
+
+register = template.Library()
+
+
+@register.filter
+def age(moment: datetime | None, now: datetime | None = None) -> str:
+    """How long ago, as an on-call engineer says it: '40 s', '12 min', '3 h 5 min', '4 d 2 h'."""
+    if moment is None:
+        return "—"
+    seconds = int(((now or timezone.now()) - moment).total_seconds())
+    if seconds < 60:
+        return f"{max(seconds, 0)} s"
+    minutes = seconds // 60
+    if minutes < 60:
+        return f"{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    if hours < 48:
+        return f"{hours} h {minutes} min" if minutes else f"{hours} h"
+    days, hours = divmod(hours, 24)
+    return f"{days} d {hours} h" if hours else f"{days} d"
+
+
+@register.filter
+def query(filters: QueueFilters, change: str) -> str:
+    """`filters|query:'status=open'`: the queue's URL query with one value changed."""
+    name, _, value = change.partition("=")
+    return filters.query_string(**{name: value})
+
+
+@register.filter
+def split_words(text: str) -> list[str]:
+    return text.split()
+
+
+@register.filter
+def signature_words(signature: str) -> str:
+    return signatures.signature_words(signature)
