@@ -96,13 +96,13 @@ class _Assembly:
     def _final_groups(self, entries: Sequence[_Entry]) -> list[list[_Entry]]:
         """Automatic groups with human merges and splits laid over them (decision order kept)."""
         pins: dict[str, int] = {}
-        merges: list[tuple[str, ...]] = []
+        merges: list[tuple[int, tuple[str, ...]]] = []
         for number, decision in enumerate(self._decisions):
             if isinstance(decision, Split):
                 for key in decision.alert_keys:
                     pins[key] = number
             elif isinstance(decision, Merge):
-                merges.append(decision.alert_keys)
+                merges.append((number, decision.alert_keys))
 
         def group_of(entry: _Entry) -> tuple:
             if entry.key in pins:
@@ -117,8 +117,13 @@ class _Assembly:
                 g = union[g]
             return g
 
-        for keys in merges:
-            live = [self._entries[k] for k in keys if k in self._entries and not self._entries[k].excluded]
+        for number, keys in merges:
+            # A key split off after this merge left it: the later decision wins for that key.
+            live = [
+                self._entries[k]
+                for k in keys
+                if k in self._entries and not self._entries[k].excluded and pins.get(k, -1) < number
+            ]
             gids = sorted({find(group_of(e)) for e in live})
             for other in gids[1:]:
                 union[find(other)] = find(gids[0])

@@ -281,6 +281,18 @@ def test_split_decision_is_never_undone():
     assert any(i.alert_keys == (crash.key,) for i in incidents)
 
 
+def test_a_split_after_a_merge_takes_its_alerts_out_of_the_merged_incident():
+    a = fragmentation_chain()
+    b = fragmentation_chain(cluster="prod-b")
+    every = tuple(alert.key for alert in a + b)  # a merge names every alert of both incidents
+    off = a[-1].key
+    incidents = correlate(a + b, decisions=[Merge(every), Split((off,))], catalog=CATALOG)
+    assert sorted(len(i.members) for i in incidents) == [1, 11]
+    # and a merge after the split brings it back: the later decision wins
+    incidents = correlate(a + b, decisions=[Split((off,)), Merge(every)], catalog=CATALOG)
+    assert [len(i.members) for i in incidents] == [12]
+
+
 def test_excluded_alert_leaves_and_links_nothing():
     oom = make_alert("LLMContainerOOMKilled", "02:00", pod=POD, **LABELS)
     other = make_alert("LLMContainerOOMKilled", "02:00", pod="sglang-qwen-0", **LABELS)
