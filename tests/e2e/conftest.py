@@ -54,3 +54,9 @@ def screenshot(page):
         return path
 
     return take
+
+
+@pytest.fixture
+def screenshot_dir() -> Path:
+    SCREENSHOTS.mkdir(parents=True, exist_ok=True)
+    return SCREENSHOTS
