@@ -18,7 +18,7 @@ BOX_WIDTH = 148
 BOX_HEIGHT = 46
 LANE_HEIGHT = 66
 TOP = 8
-NAME_CHARS = 21  # what a 148-pixel box holds at 12 px
+NAME_CHARS = 19  # what a 148-pixel box holds at 12 px
 LABEL_CHARS = 26  # an arrow's label longer than its gap is cut to its lag (the list below names the rule)
 
 

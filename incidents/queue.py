@@ -42,7 +42,8 @@ class QueueFilters:
     @classmethod
     def from_query(cls, params: Mapping[str, str]) -> QueueFilters:
         def text(name: str) -> str:
-            return str(params.get(name, "")).strip()[:MAX_VALUE]
+            # PostgreSQL refuses a NUL in any text it compares; no name a sender sends holds one.
+            return str(params.get(name, "")).replace("\x00", "").strip()[:MAX_VALUE]
 
         status = text("status") or "open"
         severity = text("severity")
