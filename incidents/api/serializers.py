@@ -88,6 +88,7 @@ class IncidentSerializer(serializers.ModelSerializer):
             "scope",
             "root_cause",
             "chain",
+            "chain_signature",
             "assignee",
             "degradation",
             "ranking_held",
