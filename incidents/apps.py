@@ -9,6 +9,8 @@ class IncidentsConfig(AppConfig):
 
     def ready(self) -> None:
         from incidents import tasks  # noqa: F401 - registers the tasks `incidents.flow` sends by name
+        from incidents.postmortems.template import load_template
         from rootline.postgres_types import use_c_timestamps
 
         connection_created.connect(use_c_timestamps, dispatch_uid="rootline-c-timestamps")
+        load_template()  # a team's template naming an unknown placeholder stops start-up, saying which

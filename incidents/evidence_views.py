@@ -185,20 +185,12 @@ def evidence_page(request: HttpRequest, incident_id: int) -> HttpResponse:
         raise Http404(f"no incident {incident_id}")
     evidence = incident_evidence(incident)
     timeline = evidence.timeline()
-    figures = evidence_figures(evidence, timeline)
     return render(
         request,
         "incidents/evidence.html",
         {
             "incident": incident,
-            "figures": [
-                {
-                    "id": f"chart-{i}",
-                    "data_id": f"chart-{i}-data",
-                    "figure": json.loads(plotly.io.to_json(figure, validate=False)),
-                }
-                for i, figure in enumerate(figures)
-            ],
+            **chart_context(evidence, timeline),
             "timeline": timeline,
             "durations": evidence.durations(),
             "gaps": evidence.gaps,
@@ -206,11 +198,26 @@ def evidence_page(request: HttpRequest, incident_id: int) -> HttpResponse:
                 {"layer": row["layer"], "cells": [row[column] for column in COLUMNS]}
                 for row in incident_matrix(incident, evidence=evidence)
             ],
-            "plotly_src": f"/assets/plotly-{plotly.__version__}.min.js",
-            "plotly_css": f"/assets/plotly-{plotly.__version__}.css",
-            "plotly_style_ids": [GLOBAL_STYLE_ID, *plotly_styles()[1]],
         },
     )
+
+
+def chart_context(evidence: Evidence, timeline: list[Item]) -> dict[str, Any]:
+    """The evidence charts as a page embeds them (the JSON beside each div, drawn by evidence.js)
+    and the Plotly assets they need; the evidence page and the postmortem's print view share it."""
+    return {
+        "figures": [
+            {
+                "id": f"chart-{i}",
+                "data_id": f"chart-{i}-data",
+                "figure": json.loads(plotly.io.to_json(figure, validate=False)),
+            }
+            for i, figure in enumerate(evidence_figures(evidence, timeline))
+        ],
+        "plotly_src": f"/assets/plotly-{plotly.__version__}.min.js",
+        "plotly_css": f"/assets/plotly-{plotly.__version__}.css",
+        "plotly_style_ids": [GLOBAL_STYLE_ID, *plotly_styles()[1]],
+    }
 
 
 @require_GET

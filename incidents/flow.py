@@ -31,6 +31,7 @@ PROCESS_PENDING_DELIVERIES = "incidents.process_pending_deliveries"
 CORRELATE_KEY = "incidents.correlate_key"
 COLLECT_EVIDENCE = "incidents.collect_evidence"
 COLLECT_EVIDENCE_EACH = "incidents.collect_evidence_each"
+DRAFT_POSTMORTEMS = "incidents.draft_postmortems"
 
 
 def task(name: str) -> DjangoTask[Any, Any]:
@@ -377,3 +378,24 @@ def evidence_pending_flag(incident_id: int) -> str:
 
 def evidence_started_key(incident_id: int) -> str:
     return f"rootline:evidence-started:{incident_id}"
+
+
+# Postmortems -------------------------------------------------------------------------------
+
+
+def postmortem_enqueue(incident_ids: Iterable[int]) -> None:
+    """Incidents whose evidence was collected after they resolved: those the policy asks a
+    postmortem of get their draft, after the commit."""
+    ids = sorted(set(incident_ids))
+    if ids and settings.POSTMORTEM_AUTO_DRAFT:
+        task(DRAFT_POSTMORTEMS).delay_on_commit(ids)
+
+
+def postmortem_after_resolve(incident_id: int) -> None:
+    """A person resolved an incident: its evidence is collected once more and its postmortem drafted
+    from it (`collect_evidence` drafts when done). Without a broker (the demo) evidence waits for an
+    explicit refresh, so the draft is made at once from what is there."""
+    if settings.CELERY_TASK_ALWAYS_EAGER:
+        postmortem_enqueue([incident_id])
+    else:
+        evidence_enqueue([incident_id])

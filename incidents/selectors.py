@@ -31,7 +31,7 @@ from django.utils.dateparse import parse_datetime
 
 from incidents import chain_drawing, queue
 from incidents.catalog import catalog as app_catalog
-from incidents.models import Alert, Delivery, Incident, RootCandidate, place_named
+from incidents.models import Alert, Delivery, Incident, Postmortem, RootCandidate, place_named
 from incidents.queue import QueueFilters
 from incidents.runbooks import runbook_href
 
@@ -314,6 +314,7 @@ def incident_page(incident_id: int) -> dict | None:
         "merged": list(incident.merged.values_list("pk", flat=True)),
         "drawing": chain_drawing.draw(*drawn_chain(incident, chain, steps, edges, alerts)),
         "seen_before": seen_before(incident),
+        "postmortem": Postmortem.objects.filter(incidents=incident).only("pk", "status").first(),
     }
 
 

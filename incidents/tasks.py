@@ -8,9 +8,10 @@ from django.db import DatabaseError
 
 from incidents import flow, replay, services
 from incidents.flow import evidence_collect_now
-from incidents.models import Incident
+from incidents.models import AuditRecord, Incident
 from incidents.services import correlation
 from incidents.services.evidence import evidence_collect
+from incidents.services.postmortems import postmortem_draft, postmortems_due_on_resolve
 
 
 @shared_task(
@@ -100,6 +101,17 @@ def collect_evidence(incident_id: int, waited: int = 0) -> None:
         return
     if evidence_collect_now([incident_id], waited=waited):
         evidence_collect(incident_id=incident_id)
+        # A resolved incident's evidence is now complete enough to draft its postmortem from.
+        flow.postmortem_enqueue(postmortems_due_on_resolve([incident_id]))
+
+
+@shared_task(name=flow.DRAFT_POSTMORTEMS, ignore_result=True)
+def draft_postmortems(incident_ids: list[int]) -> None:
+    """Draft the postmortem of each incident the policy asks one of and that has none yet."""
+    for incident_id in postmortems_due_on_resolve(incident_ids):
+        incident = Incident.objects.filter(pk=incident_id).first()
+        if incident is not None:
+            postmortem_draft(incident=incident, user=None, via=AuditRecord.Via.SYSTEM)
 
 
 @shared_task(name="incidents.collect_evidence_each", ignore_result=True)

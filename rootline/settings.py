@@ -71,6 +71,20 @@ BASE_URL = os.environ.get("ROOTLINE_BASE_URL", "http://127.0.0.1:8000").rstrip("
 MAX_BODY = int(os.environ.get("ROOTLINE_MAX_BODY", str(10 * 1024 * 1024)))
 PROMETHEUS_URL = os.environ.get("PROMETHEUS_URL", "") or None
 CATALOG_PATH = os.environ.get("ROOTLINE_CATALOG", "") or None
+# Postmortems (docs/postmortems.md): a team's template, the severity that needs one, its due time.
+POSTMORTEM_TEMPLATE = os.environ.get("ROOTLINE_POSTMORTEM_TEMPLATE", "") or None
+POSTMORTEM_SEVERITY = os.environ.get("ROOTLINE_POSTMORTEM_SEVERITY", "critical").strip().lower()
+if POSTMORTEM_SEVERITY not in ("critical", "warning", "info"):
+    raise ImproperlyConfigured(
+        f"ROOTLINE_POSTMORTEM_SEVERITY is {POSTMORTEM_SEVERITY!r}: expected critical, warning or info"
+    )
+try:
+    POSTMORTEM_DUE_DAYS = float(os.environ.get("ROOTLINE_POSTMORTEM_DUE_DAYS", "7"))
+except ValueError as exc:
+    raise ImproperlyConfigured(f"ROOTLINE_POSTMORTEM_DUE_DAYS: expected a number of days ({exc})") from exc
+POSTMORTEM_FOUR_EYES = env_flag("ROOTLINE_POSTMORTEM_FOUR_EYES")
+POSTMORTEM_AUTO_DRAFT = True  # the demo loader turns it off while it replays a morning's actions
+SLO_TARGETS = os.environ.get("ROOTLINE_SLO_TARGETS", "") or None
 # /metrics takes `Authorization: Bearer <token>` when this is set; unset, any scraper may read it.
 METRICS_TOKEN = os.environ.get("ROOTLINE_METRICS_TOKEN", "")
 
@@ -228,6 +242,7 @@ CELERY_TASK_ROUTES = {
     "incidents.correlate_key": {"queue": CELERY_CORRELATION_QUEUE},
     "incidents.collect_evidence": {"queue": CELERY_EVIDENCE_QUEUE},
     "incidents.collect_evidence_each": {"queue": CELERY_EVIDENCE_QUEUE},
+    "incidents.draft_postmortems": {"queue": CELERY_EVIDENCE_QUEUE},  # it reads the metrics, as evidence does
 }
 # With N > 1 shards, a key's runs always go to the same queue of N (`<queue>-0` ... `<queue>-N-1`,
 # chosen by a hash of the key), each served by one process that keeps its keys' engine state

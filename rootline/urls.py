@@ -3,7 +3,7 @@
 from django.contrib import admin
 from django.urls import include, path, re_path
 
-from incidents import account_views, evidence_views, runbooks, views
+from incidents import account_views, evidence_views, postmortem_views, runbooks, views
 from incidents.api import urls as api_urls
 from incidents.api.views import no_such_route
 
@@ -21,6 +21,21 @@ urlpatterns = [
     path("assets/plotly-<str:version>.min.js", evidence_views.plotly_js, name="plotly-js"),
     path("assets/plotly-<str:version>.css", evidence_views.plotly_css, name="plotly-css"),
     path("incidents/<int:incident_id>/act/", views.incident_act_form, name="incident-act"),
+    path(
+        "incidents/<int:incident_id>/postmortem/",
+        postmortem_views.postmortem_page,
+        name="incident-postmortem",
+    ),
+    path(
+        "incidents/<int:incident_id>/postmortem/print/",
+        postmortem_views.postmortem_print,
+        name="incident-postmortem-print",
+    ),
+    path(
+        "incidents/<int:incident_id>/postmortem/act/",
+        postmortem_views.postmortem_act_form,
+        name="incident-postmortem-act",
+    ),
     path("alerts/", views.alerts_page, name="alerts"),
     path("runbooks/<str:alertname>/", runbooks.runbook_page, name="runbook"),
     path("", views.home, name="home"),

@@ -1,6 +1,6 @@
 from django.urls import path
 
-from incidents.api import audit_views, evidence_views, views
+from incidents.api import audit_views, evidence_views, postmortem_views, views
 
 urlpatterns = [
     path("alerts/", views.AlertList.as_view(), name="api-alerts"),
@@ -18,6 +18,35 @@ urlpatterns = [
         "incidents/<int:incident_id>/matrix/",
         evidence_views.IncidentMatrix.as_view(),
         name="api-incident-matrix",
+    ),
+    path(
+        "incidents/<int:incident_id>/postmortem.md",
+        postmortem_views.IncidentPostmortemMarkdown.as_view(),
+        name="api-incident-postmortem-md",
+    ),
+    path(
+        "incidents/<int:incident_id>/postmortem/",
+        postmortem_views.IncidentPostmortem.as_view(),
+        name="api-incident-postmortem",
+    ),
+    path("postmortems/", postmortem_views.PostmortemList.as_view(), name="api-postmortems"),
+    path(
+        "postmortems/<int:postmortem_id>/", postmortem_views.PostmortemDetail.as_view(), name="api-postmortem"
+    ),
+    path(
+        "postmortems/<int:postmortem_id>/revisions/",
+        postmortem_views.PostmortemRevisions.as_view(),
+        name="api-postmortem-revisions",
+    ),
+    path(
+        "postmortems/<int:postmortem_id>/revisions/<int:number>/",
+        postmortem_views.PostmortemRevisionDetail.as_view(),
+        name="api-postmortem-revision",
+    ),
+    path(
+        "postmortems/<int:postmortem_id>/actions/",
+        postmortem_views.PostmortemActions.as_view(),
+        name="api-postmortem-actions",
     ),
     path("audit/", audit_views.AuditList.as_view(), name="api-audit"),
     path("schema/", views.SchemaView.as_view(), name="api-schema"),

@@ -1,7 +1,7 @@
 """Rootline's rows, one module per room: `ingest` (integrations, deliveries, alerts), `incidents`
 (incidents, their edges, candidates, actions and decisions), `evidence` (series, gaps, the
 root-cause matrix), `audit` (every change a person made), `people` (what a person sets for
-themselves)."""
+themselves), `postmortems` (postmortems and their revisions)."""
 
 from incidents.models.audit import AuditRecord
 from incidents.models.evidence import EvidenceGap, EvidenceSeries, LocalSeries, MatrixCell
@@ -26,6 +26,7 @@ from incidents.models.ingest import (
     token_digest,
 )
 from incidents.models.people import Profile
+from incidents.models.postmortems import Postmortem, PostmortemRevision
 
 __all__ = [
     "Alert",
@@ -45,6 +46,8 @@ __all__ = [
     "MatrixCell",
     "PendingAction",
     "PendingActionQuerySet",
+    "Postmortem",
+    "PostmortemRevision",
     "Profile",
     "RootCandidate",
     "place_named",

@@ -23,6 +23,7 @@ from django.db import transaction
 from django.db.models import Q
 from django.utils import timezone
 
+from incidents import flow
 from incidents.flow import evidence_enqueue
 from incidents.models import (
     Alert,
@@ -341,6 +342,7 @@ def _resolve(
         raise conflict(f"incident {incident.pk} was already resolved at {rfc3339(incident.resolved_at)}")
     save(incident, resolved_at=at, resolved_by_human=True, reopened_by_human=False)
     record(incident, user, "resolve", at, body, replay_key)
+    flow.postmortem_after_resolve(incident.pk)
     return Outcome([incident])
 
 

@@ -17,6 +17,7 @@ from django.urls import URLPattern, URLResolver, clear_url_caches, get_resolver
 
 from incidents.action_bodies import SERVICES
 from incidents.models import Incident
+from incidents.services.postmortems import postmortem_draft
 from tests.incidents.conftest import am_body
 
 pytestmark = pytest.mark.django_db
@@ -47,6 +48,17 @@ ROUTES: dict[tuple[str, str], str] = {
     ("api-incident-matrix", "GET"): "viewer",
     ("api-incident-matrix", "PATCH"): "author",
     ("api-audit", "GET"): "admin",
+    ("api-incident-postmortem-md", "GET"): "viewer",
+    ("api-incident-postmortem", "POST"): "responder",
+    ("api-postmortems", "GET"): "viewer",
+    ("api-postmortem", "GET"): "viewer",
+    ("api-postmortem", "PATCH"): "responder",
+    ("api-postmortem-revisions", "GET"): "viewer",
+    ("api-postmortem-revision", "GET"): "viewer",
+    ("api-postmortem-actions", "POST"): "responder",
+    ("incident-postmortem", "GET"): "viewer",
+    ("incident-postmortem-print", "GET"): "viewer",
+    ("incident-postmortem-act", "POST"): "responder",
     ("api-schema", "GET"): "viewer",
     ("api-no-such-route", "GET"): "public",  # a JSON 404 for a path no API route names
     ("profile", "GET"): "viewer",
@@ -141,7 +153,29 @@ def requests_for(incident: Incident, integration_id: int) -> dict[tuple[str, str
     alert = incident.alerts.first()
     assert alert is not None
     json_body = {"content_type": "application/json"}
+    postmortem, _ = postmortem_draft(incident=incident, user=None, via="system")
+    edit = {"sections": [{"key": postmortem.latest().sections[0]["key"], "markdown": "x"}]}
     return {
+        ("api-incident-postmortem-md", "GET"): (f"/api/v1/incidents/{incident.pk}/postmortem.md", {}),
+        ("api-incident-postmortem", "POST"): (f"/api/v1/incidents/{incident.pk}/postmortem/", json_body),
+        ("api-postmortems", "GET"): ("/api/v1/postmortems/", {}),
+        ("api-postmortem", "GET"): (f"/api/v1/postmortems/{postmortem.pk}/", {}),
+        ("api-postmortem", "PATCH"): (
+            f"/api/v1/postmortems/{postmortem.pk}/",
+            {"data": json.dumps(edit), **json_body},
+        ),
+        ("api-postmortem-revisions", "GET"): (f"/api/v1/postmortems/{postmortem.pk}/revisions/", {}),
+        ("api-postmortem-revision", "GET"): (f"/api/v1/postmortems/{postmortem.pk}/revisions/1/", {}),
+        ("api-postmortem-actions", "POST"): (
+            f"/api/v1/postmortems/{postmortem.pk}/actions/",
+            {"data": json.dumps({"action": "regenerate", "section": "timeline"}), **json_body},
+        ),
+        ("incident-postmortem", "GET"): (f"/incidents/{incident.pk}/postmortem/", {}),
+        ("incident-postmortem-print", "GET"): (f"/incidents/{incident.pk}/postmortem/print/", {}),
+        ("incident-postmortem-act", "POST"): (
+            f"/incidents/{incident.pk}/postmortem/act/",
+            {"data": {"action": "submit"}},
+        ),
         ("home", "GET"): ("/", {}),
         ("alerts", "GET"): ("/alerts/", {}),
         ("incident", "GET"): (f"/incidents/{incident.pk}/", {}),

@@ -17,6 +17,7 @@ PINNED = {
     "incidents.correlate_key",
     "incidents.collect_evidence",
     "incidents.collect_evidence_each",
+    "incidents.draft_postmortems",
 }
 
 

@@ -13,17 +13,19 @@ from datetime import UTC, datetime, timedelta
 from pathlib import Path
 
 from django.conf import settings
+from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError
 
 from correlate import simulator
 from correlate.ingest.common import parse_time
 from incidents import services
-from incidents.models import Delivery, Integration
+from incidents.models import AuditRecord, Delivery, Incident, Integration, Postmortem
 from incidents.replay import action_line_apply
 from incidents.services.correlation import correlation_rebuild
 from incidents.services.errors import RootlineError
 from incidents.services.evidence import evidence_collect, incidents_overlapping
 from incidents.services.local_series import local_series_import
+from incidents.services.postmortems import needs_postmortem, postmortem_act, postmortem_draft
 from incidents.services.roles import admin_ensure
 
 DEMO_SEED = 7
@@ -73,17 +75,42 @@ class Command(BaseCommand):
             replay_bodies(Path(folder) / "changes.jsonl", changes_integration, as_of)
             process_pending()
             correlation_rebuild(since=started - timedelta(hours=2))
-            applied = replay_actions(Path(folder) / "actions.jsonl", as_of)
+            settings.POSTMORTEM_AUTO_DRAFT = False  # drafted below, once the morning's metrics are in
+            try:
+                applied = replay_actions(Path(folder) / "actions.jsonl", as_of)
+            finally:
+                settings.POSTMORTEM_AUTO_DRAFT = True
             imported = local_series_import(path=str(samples_until(Path(folder) / "metrics.om", as_of)))
             for incident_id in incidents_overlapping(imported.start, imported.end):
                 evidence_collect(incident_id=incident_id, now=as_of)
+            drafted = demo_postmortems(username)
         self.stdout.write(
             f"Demo scenario {scenario} from {start}, as it stood at {as_of:%Y-%m-%d %H:%M} UTC, loaded "
-            f"({applied} actions applied)."
+            f"({applied} actions applied, {drafted} postmortems drafted, the first published)."
         )
         self.stdout.write(
             f"Admin login: {username} / {password}  ({options['url'].rstrip('/')}/accounts/login/)"
         )
+
+
+def demo_postmortems(username: str) -> int:
+    """Each resolved incident the policy asks a postmortem of gets its draft; the earliest is taken
+    through review and published, so the demo shows one published postmortem and drafts."""
+    admin = User.objects.get(username=username)
+    due = Incident.objects.filter(status=Incident.Status.RESOLVED, merged_into__isnull=True).order_by(
+        "started_at"
+    )
+    drafted = []
+    for incident in due:
+        if needs_postmortem(incident):
+            postmortem, _ = postmortem_draft(incident=incident, user=None, via=AuditRecord.Via.IMPORT)
+            drafted.append(postmortem)
+    if drafted and drafted[0].status == Postmortem.Status.DRAFT:
+        for action in ("submit", "approve", "publish"):
+            postmortem_act(
+                postmortem=drafted[0], user=admin, via=AuditRecord.Via.IMPORT, body={"action": action}
+            )
+    return len(drafted)
 
 
 def admin_login() -> tuple[str, str]:

@@ -567,8 +567,8 @@ def rows_in_no_incident(scope: SyncScope, result: list[EngineIncident]) -> list[
 
 def retire_emptied(scope: SyncScope, assigned: dict[str, Incident]) -> None:
     """A stored incident left without alerts was folded into another by the engine (an alert
-    linked them) or emptied by a decision: one with human actions is kept, marked as merged into
-    the incident that took most of its alerts (on ties, that of its first stored alert); one
+    linked them) or emptied by a decision: one with human actions or a postmortem is kept, marked as
+    merged into the incident that took most of its alerts (on ties, that of its first stored alert); one
     nobody touched is deleted."""
     live = {incident.pk for incident in assigned.values()}
     for incident_id, keys in scope.previous.items():
@@ -579,7 +579,7 @@ def retire_emptied(scope: SyncScope, assigned: dict[str, Incident]) -> None:
         incident = Incident.objects.filter(pk=incident_id).first()
         if incident is None:
             continue
-        if incident.actions.exists() or incident.merged_into_id:
+        if incident.actions.exists() or incident.merged_into_id or incident.postmortems.exists():
             target = successors.most_common(1)[0][0] if successors else None
             if target and target != incident.pk and incident.merged_into_id != target:
                 incident.merged_into_id = target
