@@ -15,11 +15,12 @@ from pathlib import Path
 from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError
+from django.db.models import Min
 
 from correlate import simulator
 from correlate.ingest.common import parse_time
 from incidents import services
-from incidents.models import AuditRecord, Delivery, Incident, Integration, Postmortem
+from incidents.models import Alert, AuditRecord, Delivery, Incident, Integration, Postmortem
 from incidents.replay import action_line_apply
 from incidents.services.correlation import correlation_rebuild
 from incidents.services.errors import RootlineError
@@ -74,7 +75,9 @@ class Command(BaseCommand):
             replay_bodies(Path(folder) / "alerts.jsonl", alerts_integration, as_of)
             replay_bodies(Path(folder) / "changes.jsonl", changes_integration, as_of)
             process_pending()
-            correlation_rebuild(since=started - timedelta(hours=2))
+            # A scenario may begin before --start (the March incident runs at 01:00 of its day).
+            earliest = Alert.objects.aggregate(first=Min("starts_at"))["first"] or started
+            correlation_rebuild(since=min(started, earliest) - timedelta(hours=2))
             settings.POSTMORTEM_AUTO_DRAFT = False  # drafted below, once the morning's metrics are in
             try:
                 applied = replay_actions(Path(folder) / "actions.jsonl", as_of)
@@ -86,7 +89,7 @@ class Command(BaseCommand):
             drafted = demo_postmortems(username)
         self.stdout.write(
             f"Demo scenario {scenario} from {start}, as it stood at {as_of:%Y-%m-%d %H:%M} UTC, loaded "
-            f"({applied} actions applied, {drafted} postmortems drafted, the first published)."
+            f"({applied} actions applied); {drafted} postmortem(s) drafted, the first published."
         )
         self.stdout.write(
             f"Admin login: {username} / {password}  ({options['url'].rstrip('/')}/accounts/login/)"
