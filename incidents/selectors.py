@@ -31,7 +31,8 @@ from django.utils.dateparse import parse_datetime
 
 from incidents import chain_drawing, queue
 from incidents.catalog import catalog as app_catalog
-from incidents.models import Alert, Delivery, Incident, Postmortem, RootCandidate, place_named
+from incidents.models import Alert, Delivery, Incident, Postmortem, RootCandidate
+from incidents.models.ingest import place_expression
 from incidents.queue import QueueFilters
 from incidents.runbooks import runbook_href
 
@@ -218,7 +219,19 @@ def incident_detail(incident_id: int, *, members: bool = True) -> Incident | Non
     )
 
 
-def triage_page(*, filters: QueueFilters, user: User | None, limit: int = 200) -> dict[str, Any]:
+CHAIN_NAMES_READ = 200  # a storm's chain holds every alert; its first names tell the story
+
+
+def chain_names(incidents: Iterable[Incident]) -> dict[int, str]:
+    """The alert names of these incidents' chains (their first CHAIN_NAMES_READ steps), in one
+    query that reads names only: the queue shows names, and a storm's chain is thousands of rows."""
+    ids = {alert_id for incident in incidents for alert_id in incident.chain[:CHAIN_NAMES_READ]}
+    return dict(Alert.objects.filter(pk__in=list(ids)).values_list("pk", "alertname")) if ids else {}
+
+
+def triage_page(
+    *, filters: QueueFilters, user: User | None, page: int = 1, limit: int = 50
+) -> dict[str, Any]:
     """The queue: incidents as `filters` narrow and order them, each with its chain's names, and
     the values its filters offer (read from the open incidents, which are few)."""
     listed = (
@@ -226,16 +239,21 @@ def triage_page(*, filters: QueueFilters, user: User | None, limit: int = 200) -
         .select_related("root_alert", "assignee")
         .annotate(alert_count=alert_count())
     )
-    incidents = list(queue.filtered(listed, filters, user)[:limit])
-    alerts = chain_alerts(incidents)
+    offset = (page - 1) * limit
+    incidents = list(queue.filtered(listed, filters, user)[offset : offset + limit + 1])
+    more = len(incidents) > limit
+    incidents = incidents[:limit]
+    names_of = chain_names(incidents)
     for incident in incidents:
-        names = (alerts[alert_id].alertname for alert_id in incident.chain if alert_id in alerts)
+        names = (names_of[alert_id] for alert_id in incident.chain[:CHAIN_NAMES_READ] if alert_id in names_of)
         incident.chain_names = list(dict.fromkeys(names))  # type: ignore[attr-defined]  # for the template
     return {
+        "page": page,
+        "more": more,
         "incidents": incidents,
         "filters": filters,
         "status": filters.status,
-        "counts": status_counts(),
+        "counts": {"open": Incident.objects.open().count()},
         "choices": queue_choices(filters),
         "backlog": backlog(),
         "limit": limit,
@@ -263,9 +281,10 @@ def queue_choices(filters: QueueFilters) -> dict[str, list[str]]:
 QUEUE_CHOICES_FROM = 2000  # open incidents read for the filters' choices (a storm day has hundreds)
 
 
-PAGE_ALERTS = 200  # an incident page lists this many of its alerts (a storm's incident holds thousands)
-PAGE_EDGES = 200  # and this many of its causal links
+PAGE_ALERTS = 100  # an incident page lists this many of its alerts (a storm's incident holds thousands)
+PAGE_EDGES = 100  # and this many of its causal links
 SUMMARY_FROM = 20  # from this many alerts on, the page sums them up by name first
+PAGE_ALERTS_SUMMED = 50  # and then lists this many of them
 
 
 def incident_page(incident_id: int) -> dict | None:
@@ -275,11 +294,14 @@ def incident_page(incident_id: int) -> dict | None:
     incident = incident_detail(incident_id, members=False)
     if incident is None:
         return None
-    members = list(incident.alerts.order_by("starts_at", "id")[:PAGE_ALERTS])
+    summed_up = annotated_alert_count(incident) >= SUMMARY_FROM
+    # Summed up by name, a storm's alerts one by one are the detail: fewer rows keep the page quick.
+    shown = PAGE_ALERTS_SUMMED if summed_up else PAGE_ALERTS
+    members = list(incident.alerts.order_by("starts_at", "id")[:shown])
     edges = list(incident.edges.order_by("id")[:PAGE_EDGES])
     candidates = list(incident.root_candidates.all())
     alerts = {alert.pk: alert for alert in members}
-    steps = chain_steps(incident.chain) if len(incident.chain) > CHAIN_IN_FULL else None
+    steps = chain_steps(incident.chain, incident.pk) if len(incident.chain) > CHAIN_IN_FULL else None
     chain_ids = [step["first"] for step in steps] if steps is not None else incident.chain
     wanted = (
         set(chain_ids)
@@ -305,7 +327,7 @@ def incident_page(incident_id: int) -> dict | None:
         "chain_steps": [step for step in steps if step["alert"]] if steps is not None else [],
         "alerts": members,
         "alerts_not_shown": annotated_alert_count(incident) - len(members),
-        "alerts_by_name": alerts_by_name(incident) if annotated_alert_count(incident) >= SUMMARY_FROM else [],
+        "alerts_by_name": alerts_by_name(incident) if summed_up else [],
         "candidates": [(candidate, alerts.get(candidate.alert_id)) for candidate in candidates],
         "edges": [(edge, alerts.get(edge.cause_id), alerts.get(edge.effect_id)) for edge in edges],
         "edge_count": edge_count,
@@ -408,14 +430,20 @@ def fired_before_a_cause(alerts: Iterable[Alert]) -> list[bool]:
 CHAIN_IN_FULL = 15  # a longer chain (a storm's: every alert) is shown one step per alert name
 
 
-def chain_steps(chain: list[int]) -> list[dict]:
+def chain_steps(chain: list[int], incident_id: int) -> list[dict]:
     """A long chain told by alert name, in the order each name first comes in it (cause before
     effect): its first alert, how many of the chain's alerts have that name, on how many places.
     A storm's chain holds every alert of its incident; one line each buried the story ("KV
     fragmentation, then OOM, then crash loops") under hundreds of lines."""
+    # The chain's alerts are the incident's: read by its key (thousands of ids as parameters
+    # cost more to send than the rows), names and places computed by the database.
+    wanted = set(chain)
     stored = {
-        pk: (name, place_named(labels))
-        for pk, name, labels in Alert.objects.filter(pk__in=chain).values_list("pk", "alertname", "labels")
+        pk: (name, place)
+        for pk, name, place in Alert.objects.filter(incident_id=incident_id)
+        .annotate(place=place_expression())
+        .values_list("pk", "alertname", "place")
+        if pk in wanted
     }
     steps: dict[str, dict] = {}
     for alert_id in chain:
@@ -444,16 +472,6 @@ def alerts_by_name(incident: Incident) -> list[dict]:
         )
     )
     return sorted(rows, key=lambda row: (row["first"], row["alertname"]))
-
-
-def status_counts() -> dict[str, int]:
-    counts = dict(
-        Incident.objects.visible().values_list("status").annotate(n=Count("id")).values_list("status", "n")
-    )
-    return {
-        "open": sum(n for status, n in counts.items() if status != Incident.Status.RESOLVED),
-        "resolved": counts.get(Incident.Status.RESOLVED, 0),
-    }
 
 
 def annotated_alert_count(incident: Incident) -> int:

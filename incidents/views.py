@@ -209,7 +209,9 @@ def home(request: HttpRequest) -> HttpResponse:
     """The triage queue (incidents/queue.py): open incidents by severity then recency, filtered by
     the URL, root cause and chain at a glance."""
     filters = QueueFilters.from_query(request.GET)
-    page = selectors.triage_page(filters=filters, user=acting_user(request.user))
+    raw = request.GET.get("page", "1")
+    number = int(raw) if raw.isascii() and raw.isdigit() and 0 < len(raw) < 5 else 1
+    page = selectors.triage_page(filters=filters, user=acting_user(request.user), page=max(number, 1))
     page["can_act"] = has_role(request.user, "responder")
     if request.headers.get("HX-Request") == "true":
         # The page's poll every few seconds: the queue alone, so new incidents show without a reload.

@@ -4,7 +4,7 @@ the grouping decisions they made, the imported actions still waiting for their a
 from __future__ import annotations
 
 from django.db import models
-from django.db.models import Q
+from django.db.models import F, Q
 from django.utils import timezone
 
 
@@ -75,7 +75,6 @@ class Incident(models.Model):
         max_length=500,
         blank=True,
         default="",
-        db_index=True,
         help_text="its chain's distinct layer:failure_mode pairs in causal order (incidents/signatures.py)",
     )
     ranking_held = models.BooleanField(
@@ -92,7 +91,22 @@ class Incident(models.Model):
     objects = IncidentQuerySet.as_manager()
 
     class Meta:
-        indexes = [models.Index(fields=["status", "started_at"], name="incident_status_idx")]
+        indexes = [
+            models.Index(fields=["status", "started_at"], name="incident_status_idx"),
+            # The queue's tabs, newest first, over a year of incidents: all visible ones, and the
+            # few still open (a scan of every incident cost the page most of its time).
+            models.Index(
+                F("started_at").desc(), F("id").desc(), condition=Q(merged_into__isnull=True),
+                name="incident_visible_recent_idx",
+            ),
+            models.Index(
+                F("started_at").desc(), F("id").desc(),
+                condition=Q(merged_into__isnull=True) & ~Q(status="resolved"),
+                name="incident_open_recent_idx",
+            ),
+            # "Seen before": the newest earlier incidents of one signature.
+            models.Index(F("chain_signature"), F("started_at").desc(), name="incident_signature_recent_idx"),
+        ]  # fmt: skip
         constraints = [
             models.CheckConstraint(
                 condition=Q(root_confidence__isnull=True) | Q(root_confidence__gte=0, root_confidence__lte=1),
@@ -124,7 +138,7 @@ class IncidentEdge(models.Model):
     # insert tens of thousands of them, each row checked by three key triggers (a lookup each, a
     # real share of PostgreSQL's time in bench/correlate/end_to_end.py's storm).
     incident = models.ForeignKey(
-        Incident, on_delete=models.CASCADE, related_name="edges", db_constraint=False
+        Incident, on_delete=models.CASCADE, related_name="edges", db_constraint=False, db_index=False
     )
     cause = models.ForeignKey("Alert", on_delete=models.CASCADE, related_name="+", db_constraint=False)
     effect = models.ForeignKey("Alert", on_delete=models.CASCADE, related_name="+", db_constraint=False)
@@ -134,6 +148,9 @@ class IncidentEdge(models.Model):
 
     class Meta:
         ordering = ["cause_id", "effect_id", "rule"]
+        # In place of the key's own index (no more index to write): the incident page reads a
+        # storm's first edges by id, which the key alone made a walk of every edge in the table.
+        indexes = [models.Index(fields=["incident", "id"], name="incident_edge_incident_id_idx")]
 
     def __str__(self) -> str:
         return f"incident {self.incident_id}: {self.cause_id} -> {self.effect_id}"

@@ -21,7 +21,7 @@ def storm_incident(make_integration, deliver, settings):
 
 
 def test_a_long_chain_is_told_one_step_per_alert_name_in_cause_order(storm_incident):
-    steps = selectors.chain_steps(storm_incident.chain)
+    steps = selectors.chain_steps(storm_incident.chain, storm_incident.pk)
     names = dict(
         Alert.objects.filter(pk__in=[step["first"] for step in steps]).values_list("pk", "alertname")
     )
@@ -33,7 +33,7 @@ def test_a_long_chain_is_told_one_step_per_alert_name_in_cause_order(storm_incid
 
 
 def test_the_page_lists_the_first_alerts_and_counts_the_rest(storm_incident, client, monkeypatch):
-    monkeypatch.setattr(selectors, "PAGE_ALERTS", 50)
+    monkeypatch.setattr(selectors, "PAGE_ALERTS_SUMMED", 50)
     monkeypatch.setattr(selectors, "PAGE_EDGES", 30)
     client.force_login(User.objects.create_user("viewer"))
     page = selectors.incident_page(storm_incident.pk)
