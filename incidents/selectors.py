@@ -391,6 +391,7 @@ def seen_before(incident: Incident) -> list[Incident]:
         .filter(places, chain_signature=incident.chain_signature, started_at__lt=incident.started_at)
         .exclude(pk=incident.pk)
         .only("pk", "title", "started_at", "status", "severity")
+        .prefetch_related(Prefetch("postmortems", queryset=Postmortem.objects.only("pk", "status")))
         .order_by("-started_at")[:SEEN_BEFORE]
     )
 

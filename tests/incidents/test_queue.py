@@ -112,6 +112,11 @@ def test_seen_before_lists_earlier_incidents_of_the_same_signature_on_the_same_d
     incident("other shape", hours_ago=30, chain_signature="platform:oom", scope={"deployment": "vllm-llama"})
     incident("later", hours_ago=0.5, chain_signature=signature, scope={"deployment": "vllm-llama"})
     assert [i.pk for i in selectors.seen_before(now)] == [earlier.pk]
+    from incidents.services.postmortems import postmortem_draft
+
+    postmortem_draft(incident=earlier, user=None, via="system")
+    [seen] = selectors.seen_before(now)
+    assert [p.status for p in seen.postmortems.all()] == ["draft"]  # the page links it
     nowhere = incident("no place", chain_signature=signature, scope={"cluster": "a"})
     assert selectors.seen_before(nowhere) == []
 
