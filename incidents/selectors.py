@@ -35,6 +35,7 @@ from incidents.models import Alert, Delivery, Incident, Postmortem, RootCandidat
 from incidents.models.ingest import place_expression
 from incidents.queue import QueueFilters
 from incidents.runbooks import runbook_href
+from incidents.services.postmortems import needs_postmortem
 
 
 def home_page(*, limit: int = 50) -> dict:
@@ -219,6 +220,21 @@ def incident_detail(incident_id: int, *, members: bool = True) -> Incident | Non
     )
 
 
+def postmortem_dues(incidents: Iterable[Incident]) -> dict[int, datetime]:
+    """When each incident's postmortem is due, for those the policy asks one of (resolved, at or
+    above ROOTLINE_POSTMORTEM_SEVERITY) and that have none published yet; one query."""
+    due = {
+        i.pk: i.resolved_at + timedelta(days=settings.POSTMORTEM_DUE_DAYS)
+        for i in incidents
+        if i.resolved_at is not None and needs_postmortem(i)
+    }
+    if due:
+        published = Postmortem.objects.filter(incidents__in=list(due), status=Postmortem.Status.PUBLISHED)
+        for incident_id in published.values_list("incidents", flat=True):
+            due.pop(incident_id, None)
+    return due
+
+
 CHAIN_NAMES_READ = 200  # a storm's chain holds every alert; its first names tell the story
 
 
@@ -244,7 +260,9 @@ def triage_page(
     more = len(incidents) > limit
     incidents = incidents[:limit]
     names_of = chain_names(incidents)
+    dues = postmortem_dues(incidents)
     for incident in incidents:
+        incident.postmortem_due = dues.get(incident.pk)  # type: ignore[attr-defined]  # for the template
         names = (names_of[alert_id] for alert_id in incident.chain[:CHAIN_NAMES_READ] if alert_id in names_of)
         incident.chain_names = list(dict.fromkeys(names))  # type: ignore[attr-defined]  # for the template
     return {
@@ -337,6 +355,7 @@ def incident_page(incident_id: int) -> dict | None:
         "drawing": chain_drawing.draw(*drawn_chain(incident, chain, steps, edges, alerts)),
         "seen_before": seen_before(incident),
         "postmortem": Postmortem.objects.filter(incidents=incident).only("pk", "status").first(),
+        "postmortem_due": postmortem_dues([incident]).get(incident.pk),
     }
 
 

@@ -11,6 +11,7 @@ from incidents.flow import evidence_collect_now
 from incidents.models import AuditRecord, Incident
 from incidents.services import correlation
 from incidents.services.evidence import evidence_collect
+from incidents.services.postmortem_authoring import postmortems_refresh_for
 from incidents.services.postmortems import postmortem_draft, postmortems_due_on_resolve
 
 
@@ -101,7 +102,9 @@ def collect_evidence(incident_id: int, waited: int = 0) -> None:
         return
     if evidence_collect_now([incident_id], waited=waited):
         evidence_collect(incident_id=incident_id)
-        # A resolved incident's evidence is now complete enough to draft its postmortem from.
+        # New evidence: an unpublished postmortem's facts are refreshed (a person's edited section
+        # is marked stale, never overwritten); a resolved incident's is complete enough to draft.
+        postmortems_refresh_for([incident_id])
         flow.postmortem_enqueue(postmortems_due_on_resolve([incident_id]))
 
 

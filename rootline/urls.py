@@ -36,6 +36,27 @@ urlpatterns = [
         postmortem_views.postmortem_act_form,
         name="incident-postmortem-act",
     ),
+    path(
+        "incidents/<int:incident_id>/postmortem/save/",
+        postmortem_views.postmortem_save_form,
+        name="incident-postmortem-save",
+    ),
+    path(
+        "incidents/<int:incident_id>/postmortem/preview/",
+        postmortem_views.postmortem_preview,
+        name="incident-postmortem-preview",
+    ),
+    path(
+        "incidents/<int:incident_id>/postmortem/diff/",
+        postmortem_views.postmortem_diff,
+        name="incident-postmortem-diff",
+    ),
+    path(
+        "incidents/<int:incident_id>/postmortem/comment/",
+        postmortem_views.postmortem_comment_form,
+        name="incident-postmortem-comment",
+    ),
+    path("postmortems/", postmortem_views.postmortem_list, name="postmortems"),
     path("alerts/", views.alerts_page, name="alerts"),
     path("runbooks/<str:alertname>/", runbooks.runbook_page, name="runbook"),
     path("", views.home, name="home"),

@@ -26,7 +26,7 @@ from incidents.models.ingest import (
     token_digest,
 )
 from incidents.models.people import Profile
-from incidents.models.postmortems import Postmortem, PostmortemRevision
+from incidents.models.postmortems import Postmortem, PostmortemComment, PostmortemRevision
 
 __all__ = [
     "Alert",
@@ -47,6 +47,7 @@ __all__ = [
     "PendingAction",
     "PendingActionQuerySet",
     "Postmortem",
+    "PostmortemComment",
     "PostmortemRevision",
     "Profile",
     "RootCandidate",

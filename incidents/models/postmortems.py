@@ -85,3 +85,19 @@ class PostmortemRevision(models.Model):
 
     def section(self, key: str) -> dict | None:
         return next((s for s in self.sections if s.get("key") == key), None)
+
+
+class PostmortemComment(models.Model):
+    """A reviewer's comment on one section, kept across revisions."""
+
+    postmortem = models.ForeignKey(Postmortem, on_delete=models.CASCADE, related_name="comments")
+    section = models.CharField(max_length=100)
+    by = models.ForeignKey("auth.User", on_delete=models.SET_NULL, null=True, related_name="+")
+    at = models.DateTimeField()
+    text = models.TextField()
+
+    class Meta:
+        ordering = ["postmortem", "at", "id"]
+
+    def __str__(self) -> str:
+        return f"comment on postmortem {self.postmortem_id} {self.section}"

@@ -85,6 +85,9 @@ def draft_sections(facts: Facts, template_path: str | None = None) -> list[dict[
                 "title": section.title,
                 "markdown": fill(section.body, values).strip() + "\n",
                 "facts": {name: values[name] for name in used},
+                "edited_by": None,
+                "edited_at": None,
+                "stale": False,
             }
         )
     return out

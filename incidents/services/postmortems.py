@@ -90,8 +90,11 @@ def postmortem_save(*, postmortem: Postmortem, user: User, via: str, body: Any) 
         sections = []
         for section in latest.sections:
             if section["key"] in edits and edits[section["key"]] != section["markdown"]:
-                section = {**section, "markdown": edits[section["key"]], "edited_by": user.get_username(),
-                           "edited_at": now.isoformat(), "stale": False}  # fmt: skip
+                # A person who edits a stale section has seen the facts it was stale against.
+                kept = {k: v for k, v in section.items() if k not in ("stale_facts", "fresh_facts")}
+                section = {**kept, "markdown": edits[section["key"]], "edited_by": user.get_username(),
+                           "edited_at": now.isoformat(), "stale": False,
+                           "facts": section.get("fresh_facts", section.get("facts", {}))}  # fmt: skip
             sections.append(section)
         if sections == latest.sections:
             return locked

@@ -46,3 +46,20 @@ def split_words(text: str) -> list[str]:
 @register.filter
 def signature_words(signature: str) -> str:
     return signatures.signature_words(signature)
+
+
+@register.filter
+def due_words(due: datetime | None, now: datetime | None = None) -> str:
+    """'postmortem due in 3 days', 'due today' or 'postmortem overdue by 2 days'."""
+    if due is None:
+        return ""
+    left = (due - (now or timezone.now())).total_seconds()
+    days = int(abs(left) // 86400)
+    if left < 0:
+        return f"postmortem overdue by {days} day{'s' if days != 1 else ''}" if days else "postmortem overdue"
+    return f"postmortem due in {days} day{'s' if days != 1 else ''}" if days else "postmortem due today"
+
+
+@register.filter
+def due_class(due: datetime | None) -> str:
+    return "firing" if due is not None and due < timezone.now() else "rejected"

@@ -59,6 +59,11 @@ ROUTES: dict[tuple[str, str], str] = {
     ("incident-postmortem", "GET"): "viewer",
     ("incident-postmortem-print", "GET"): "viewer",
     ("incident-postmortem-act", "POST"): "responder",
+    ("incident-postmortem-save", "POST"): "responder",
+    ("incident-postmortem-preview", "POST"): "viewer",
+    ("incident-postmortem-diff", "GET"): "viewer",
+    ("incident-postmortem-comment", "POST"): "responder",
+    ("postmortems", "GET"): "viewer",
     ("api-schema", "GET"): "viewer",
     ("api-no-such-route", "GET"): "public",  # a JSON 404 for a path no API route names
     ("profile", "GET"): "viewer",
@@ -176,6 +181,20 @@ def requests_for(incident: Incident, integration_id: int) -> dict[tuple[str, str
             f"/incidents/{incident.pk}/postmortem/act/",
             {"data": {"action": "submit"}},
         ),
+        ("incident-postmortem-save", "POST"): (
+            f"/incidents/{incident.pk}/postmortem/save/",
+            {"data": json.dumps(edit), **json_body},
+        ),
+        ("incident-postmortem-preview", "POST"): (
+            f"/incidents/{incident.pk}/postmortem/preview/",
+            {"data": {"markdown": "# x"}},
+        ),
+        ("incident-postmortem-diff", "GET"): (f"/incidents/{incident.pk}/postmortem/diff/", {}),
+        ("incident-postmortem-comment", "POST"): (
+            f"/incidents/{incident.pk}/postmortem/comment/",
+            {"data": {"section": "summary", "text": "x"}},
+        ),
+        ("postmortems", "GET"): ("/postmortems/", {}),
         ("home", "GET"): ("/", {}),
         ("alerts", "GET"): ("/alerts/", {}),
         ("incident", "GET"): (f"/incidents/{incident.pk}/", {}),

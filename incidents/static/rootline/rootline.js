@@ -102,3 +102,58 @@
     if (queue) queue.classList.add("stale");
   });
 })();
+
+// The postmortem editor's autosave: what a person typed is sent at most every few seconds (a new
+// revision each time), and once more when the page is left, so a reload loses nothing.
+(function () {
+  "use strict";
+  var editor = document.getElementById("pm-editor");
+  if (!editor) return;
+  var status = document.getElementById("pm-save-status");
+  var url = editor.getAttribute("data-save-url");
+  var token = editor.querySelector("input[name=csrfmiddlewaretoken]").value;
+  var dirty = {};
+  var saving = false;
+  var EVERY_MS = 3000;
+
+  function body() {
+    var sections = Object.keys(dirty).map(function (key) { return {key: key, markdown: dirty[key]}; });
+    return JSON.stringify({sections: sections});
+  }
+
+  function say(text) { if (status) status.textContent = text; }
+
+  function save(keepalive) {
+    if (saving || !Object.keys(dirty).length) return;
+    var sending = body();
+    var sent = dirty;
+    dirty = {};
+    saving = true;
+    fetch(url, {method: "POST", body: sending, keepalive: !!keepalive, credentials: "same-origin",
+                headers: {"Content-Type": "application/json", "X-CSRFToken": token}})
+      .then(function (answer) { return answer.json().then(function (data) { return [answer.ok, data]; }); })
+      .then(function (result) {
+        if (result[0]) {
+          say("Saved as revision " + result[1].revision + " at " + new Date().toLocaleTimeString() + ".");
+        } else {
+          say("Not saved: " + result[1].error);
+          Object.keys(sent).forEach(function (key) { if (!(key in dirty)) dirty[key] = sent[key]; });
+        }
+      })
+      .catch(function () {
+        say("Not saved yet (no answer); trying again.");
+        Object.keys(sent).forEach(function (key) { if (!(key in dirty)) dirty[key] = sent[key]; });
+      })
+      .then(function () { saving = false; });
+  }
+
+  editor.addEventListener("input", function (event) {
+    var area = event.target;
+    if (area.tagName !== "TEXTAREA" || !area.hasAttribute("data-section")) return;
+    dirty[area.getAttribute("data-section")] = area.value;
+    say("Editing…");
+  });
+  setInterval(function () { save(false); }, EVERY_MS);
+  window.addEventListener("pagehide", function () { save(true); });
+  document.addEventListener("visibilitychange", function () { if (document.visibilityState === "hidden") save(true); });
+})();
