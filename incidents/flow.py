@@ -32,6 +32,7 @@ CORRELATE_KEY = "incidents.correlate_key"
 COLLECT_EVIDENCE = "incidents.collect_evidence"
 COLLECT_EVIDENCE_EACH = "incidents.collect_evidence_each"
 DRAFT_POSTMORTEMS = "incidents.draft_postmortems"
+REMEDIATION_WEBHOOK = "incidents.remediation_webhook"
 
 
 def task(name: str) -> DjangoTask[Any, Any]:
@@ -399,3 +400,13 @@ def postmortem_after_resolve(incident_id: int) -> None:
         postmortem_enqueue([incident_id])
     else:
         evidence_enqueue([incident_id])
+
+
+# Remediation --------------------------------------------------------------------------------
+
+
+def remediation_webhook_enqueue(item_id: int, event: str) -> None:
+    """Tell the issue tracker's webhook (ROOTLINE_REMEDIATION_WEBHOOK_URL) of an item created or
+    changed, after the commit; the task retries with backoff."""
+    if settings.REMEDIATION_WEBHOOK_URL:
+        task(REMEDIATION_WEBHOOK).delay_on_commit(item_id, event)

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import requests
 from celery import shared_task
 from django.core.cache import cache
 from django.db import DatabaseError
@@ -9,10 +10,11 @@ from django.db import DatabaseError
 from incidents import flow, replay, services
 from incidents.flow import evidence_collect_now
 from incidents.models import AuditRecord, Incident
-from incidents.services import correlation
+from incidents.services import correlation, remediation
 from incidents.services.evidence import evidence_collect
 from incidents.services.postmortem_authoring import postmortems_refresh_for
 from incidents.services.postmortems import postmortem_draft, postmortems_due_on_resolve
+from incidents.services.remediation_webhook import WebhookRefused, remediation_webhook_send
 
 
 @shared_task(
@@ -125,3 +127,28 @@ def collect_evidence_each(incident_ids: list[int], waited: int = 0) -> None:
     whose cluster's alerts wait for correlation go back in the queue together (`evidence_collect_now`)."""
     for incident_id in evidence_collect_now(list(incident_ids), waited=waited):
         collect_evidence.delay(incident_id)
+
+
+@shared_task(name="incidents.remediation_check", ignore_result=True)
+def remediation_check() -> None:
+    """Done and verified items whose data after the fix covers their check's range, checked."""
+    remediation.remediation_check_due()
+
+
+@shared_task(name="incidents.remediation_remind", ignore_result=True)
+def remediation_remind() -> None:
+    """Owners of items due within 24 hours or overdue told, once per state change."""
+    remediation.remediation_remind()
+
+
+@shared_task(
+    name=flow.REMEDIATION_WEBHOOK,
+    autoretry_for=(requests.RequestException, WebhookRefused),
+    retry_backoff=True,
+    retry_backoff_max=600,
+    max_retries=8,
+    ignore_result=True,
+)
+def remediation_webhook(item_id: int, event: str) -> None:
+    """POST the item as JSON to ROOTLINE_REMEDIATION_WEBHOOK_URL, signed (X-Rootline-Signature)."""
+    remediation_webhook_send(item_id=item_id, event=event)

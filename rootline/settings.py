@@ -11,6 +11,7 @@ import secrets
 from pathlib import Path
 
 import dj_database_url
+import dj_email_url
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -85,6 +86,21 @@ except ValueError as exc:
 POSTMORTEM_FOUR_EYES = env_flag("ROOTLINE_POSTMORTEM_FOUR_EYES")
 POSTMORTEM_AUTO_DRAFT = True  # the demo loader turns it off while it replays a morning's actions
 SLO_TARGETS = os.environ.get("ROOTLINE_SLO_TARGETS", "") or None
+
+# Outgoing mail (remediation reminders, the weekly digest): ROOTLINE_EMAIL_URL such as
+# smtp://user:pass@host:587?tls=1 (dj-email-url); unset, mails are written to the log.
+_EMAIL_URL = os.environ.get("ROOTLINE_EMAIL_URL", "")
+if _EMAIL_URL:
+    try:
+        vars().update(dj_email_url.parse(_EMAIL_URL))
+    except (KeyError, ValueError) as exc:
+        raise ImproperlyConfigured(f"ROOTLINE_EMAIL_URL is not a usable mail URL: {exc}") from exc
+else:
+    EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
+DEFAULT_FROM_EMAIL = os.environ.get("ROOTLINE_EMAIL_FROM", "rootline@localhost")
+# An issue tracker's automation hears of every remediation item created or changed.
+REMEDIATION_WEBHOOK_URL = os.environ.get("ROOTLINE_REMEDIATION_WEBHOOK_URL", "") or None
+REMEDIATION_WEBHOOK_SECRET = os.environ.get("ROOTLINE_REMEDIATION_WEBHOOK_SECRET", "")
 # /metrics takes `Authorization: Bearer <token>` when this is set; unset, any scraper may read it.
 METRICS_TOKEN = os.environ.get("ROOTLINE_METRICS_TOKEN", "")
 
@@ -243,6 +259,7 @@ CELERY_TASK_ROUTES = {
     "incidents.collect_evidence": {"queue": CELERY_EVIDENCE_QUEUE},
     "incidents.collect_evidence_each": {"queue": CELERY_EVIDENCE_QUEUE},
     "incidents.draft_postmortems": {"queue": CELERY_EVIDENCE_QUEUE},  # it reads the metrics, as evidence does
+    "incidents.remediation_check": {"queue": CELERY_EVIDENCE_QUEUE},  # so do the checks
 }
 # With N > 1 shards, a key's runs always go to the same queue of N (`<queue>-0` ... `<queue>-N-1`,
 # chosen by a hash of the key), each served by one process that keeps its keys' engine state
@@ -268,6 +285,10 @@ CORRELATION_RANK_EVERY_SECONDS = (
 # before import_alerts) expires, naming them, and is no longer retried (incidents/replay.py).
 PENDING_ACTION_TTL_HOURS = env_whole("ROOTLINE_PENDING_ACTION_TTL_HOURS", 24, 1, 8760, "hours")
 CELERY_BEAT_SCHEDULE = {
+    # Every 5 minutes: remediation items done (or verified) are checked against their data; their
+    # owners hear of deadlines within 24 hours, of overdue items and of regressions, once a change.
+    "remediation-check": {"task": "incidents.remediation_check", "schedule": 300.0},
+    "remediation-remind": {"task": "incidents.remediation_remind", "schedule": 300.0},
     # Every minute: deliveries still pending after a broker outage or a worker crash are enqueued again.
     "requeue-stale-deliveries": {
         "task": "incidents.requeue_stale_deliveries",

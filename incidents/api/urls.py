@@ -1,6 +1,6 @@
 from django.urls import path
 
-from incidents.api import audit_views, evidence_views, postmortem_views, views
+from incidents.api import audit_views, evidence_views, postmortem_views, remediation_views, views
 
 urlpatterns = [
     path("alerts/", views.AlertList.as_view(), name="api-alerts"),
@@ -47,6 +47,15 @@ urlpatterns = [
         "postmortems/<int:postmortem_id>/actions/",
         postmortem_views.PostmortemActions.as_view(),
         name="api-postmortem-actions",
+    ),
+    path("remediations/", remediation_views.RemediationList.as_view(), name="api-remediations"),
+    path(
+        "remediations/<int:item_id>/", remediation_views.RemediationDetail.as_view(), name="api-remediation"
+    ),
+    path(
+        "remediations/<int:item_id>/check/",
+        remediation_views.RemediationCheck.as_view(),
+        name="api-remediation-check",
     ),
     path("audit/", audit_views.AuditList.as_view(), name="api-audit"),
     path("schema/", views.SchemaView.as_view(), name="api-schema"),

@@ -67,3 +67,26 @@ class PrometheusSource:
             ]
         except (AttributeError, TypeError, ValueError) as exc:
             raise PrometheusError(f"Prometheus at {self.url} answered unreadably: {exc}"[:600]) from exc
+
+
+def instant_query(source: PrometheusSource, promql: str, at: float) -> list[tuple[dict[str, str], float]]:
+    """An instant query at `at` (unix seconds): each series' labels and value. Errors as `range`."""
+    try:
+        result = source._client.custom_query(query=promql, params={"time": f"{at:.3f}"})
+    except (requests.ConnectionError, requests.Timeout) as exc:
+        raise PrometheusError(
+            f"Prometheus at {source.url} is unreachable: {type(exc).__name__}", unreachable=True
+        ) from exc
+    except PrometheusApiClientException as exc:
+        raise PrometheusError(f"Prometheus at {source.url} refused the query: {str(exc)[:500]}") from exc
+    except (requests.RequestException, ValueError, KeyError, TypeError) as exc:
+        raise PrometheusError(f"Prometheus at {source.url} answered unreadably: {exc}"[:600]) from exc
+    try:
+        out = []
+        for item in result:
+            labels = {k: v for k, v in item.get("metric", {}).items() if k != "__name__"}
+            value = item.get("value") or [at, "nan"]
+            out.append((labels, float(value[1])))
+        return out
+    except (AttributeError, TypeError, ValueError, IndexError) as exc:
+        raise PrometheusError(f"Prometheus at {source.url} answered unreadably: {exc}"[:600]) from exc

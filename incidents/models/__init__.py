@@ -27,6 +27,7 @@ from incidents.models.ingest import (
 )
 from incidents.models.people import Profile
 from incidents.models.postmortems import Postmortem, PostmortemComment, PostmortemRevision
+from incidents.models.remediation import RemediationItem
 
 __all__ = [
     "Alert",
@@ -50,6 +51,7 @@ __all__ = [
     "PostmortemComment",
     "PostmortemRevision",
     "Profile",
+    "RemediationItem",
     "RootCandidate",
     "place_named",
     "storable_id",

@@ -18,6 +18,7 @@ from django.urls import URLPattern, URLResolver, clear_url_caches, get_resolver
 from incidents.action_bodies import SERVICES
 from incidents.models import Incident
 from incidents.services.postmortems import postmortem_draft
+from incidents.services.remediation import remediation_create
 from tests.incidents.conftest import am_body
 
 pytestmark = pytest.mark.django_db
@@ -48,6 +49,11 @@ ROUTES: dict[tuple[str, str], str] = {
     ("api-incident-matrix", "GET"): "viewer",
     ("api-incident-matrix", "PATCH"): "author",
     ("api-audit", "GET"): "admin",
+    ("api-remediations", "GET"): "viewer",
+    ("api-remediations", "POST"): "author",
+    ("api-remediation", "GET"): "viewer",
+    ("api-remediation", "PATCH"): "author",  # a responder only for the status of an item they own
+    ("api-remediation-check", "POST"): "responder",
     ("api-incident-postmortem-md", "GET"): "viewer",
     ("api-incident-postmortem", "POST"): "responder",
     ("api-postmortems", "GET"): "viewer",
@@ -159,8 +165,20 @@ def requests_for(incident: Incident, integration_id: int) -> dict[tuple[str, str
     assert alert is not None
     json_body = {"content_type": "application/json"}
     postmortem, _ = postmortem_draft(incident=incident, user=None, via="system")
+    item = remediation_create(incident=incident, user=None, via="system", body={"title": "x", "check": "up"})
     edit = {"sections": [{"key": postmortem.latest().sections[0]["key"], "markdown": "x"}]}
     return {
+        ("api-remediations", "GET"): ("/api/v1/remediations/", {}),
+        ("api-remediations", "POST"): (
+            "/api/v1/remediations/",
+            {"data": json.dumps({"incident": incident.pk, "title": "t"}), **json_body},
+        ),
+        ("api-remediation", "GET"): (f"/api/v1/remediations/{item.pk}/", {}),
+        ("api-remediation", "PATCH"): (
+            f"/api/v1/remediations/{item.pk}/",
+            {"data": json.dumps({"verification": "v"}), **json_body},
+        ),
+        ("api-remediation-check", "POST"): (f"/api/v1/remediations/{item.pk}/check/", json_body),
         ("api-incident-postmortem-md", "GET"): (f"/api/v1/incidents/{incident.pk}/postmortem.md", {}),
         ("api-incident-postmortem", "POST"): (f"/api/v1/incidents/{incident.pk}/postmortem/", json_body),
         ("api-postmortems", "GET"): ("/api/v1/postmortems/", {}),

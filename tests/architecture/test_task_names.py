@@ -18,6 +18,9 @@ PINNED = {
     "incidents.collect_evidence",
     "incidents.collect_evidence_each",
     "incidents.draft_postmortems",
+    "incidents.remediation_check",
+    "incidents.remediation_remind",
+    "incidents.remediation_webhook",
 }
 
 

@@ -45,8 +45,9 @@ def resolve(incident, user):
 
 
 def test_a_critical_incident_resolved_gets_its_draft_and_a_warning_does_not(
-    incident, make_integration, deliver, users, django_capture_on_commit_callbacks
+    incident, make_integration, deliver, users, django_capture_on_commit_callbacks, settings
 ):
+    settings.CELERY_TASK_ALWAYS_EAGER = True  # no worker (the demo): drafted at once
     responder = users("r", "responder")
     with django_capture_on_commit_callbacks(execute=True):
         resolve(incident, responder)
@@ -59,6 +60,18 @@ def test_a_critical_incident_resolved_gets_its_draft_and_a_warning_does_not(
     with django_capture_on_commit_callbacks(execute=True):
         resolve(warning, responder)
     assert not Postmortem.objects.filter(incidents=warning).exists()
+
+
+def test_with_a_worker_the_draft_follows_the_evidence_collected_after_the_resolve(incident, users, settings):
+    from incidents import tasks
+
+    settings.CELERY_TASK_ALWAYS_EAGER = False
+    resolve(incident, users("r", "responder"))  # queues the evidence collection, which drafts when done
+    assert not Postmortem.objects.filter(incidents=incident).exists()
+    tasks.draft_postmortems([incident.pk])  # what collect_evidence queues for a resolved incident
+    assert Postmortem.objects.get(incidents=incident).status == "draft"
+    tasks.draft_postmortems([incident.pk])  # run twice: still one
+    assert Postmortem.objects.filter(incidents=incident).count() == 1
 
 
 def test_the_draft_fills_every_section_of_the_template_and_leaves_no_blank(incident, users, api):
