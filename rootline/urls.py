@@ -3,7 +3,7 @@
 from django.contrib import admin
 from django.urls import include, path, re_path
 
-from incidents import account_views, evidence_views, postmortem_views, runbooks, views
+from incidents import account_views, evidence_views, postmortem_views, remediation_views, runbooks, views
 from incidents.api import urls as api_urls
 from incidents.api.views import no_such_route
 
@@ -57,6 +57,8 @@ urlpatterns = [
         name="incident-postmortem-comment",
     ),
     path("postmortems/", postmortem_views.postmortem_list, name="postmortems"),
+    path("remediations/", remediation_views.remediation_page, name="remediations"),
+    path("remediations/<int:item_id>/act/", remediation_views.remediation_act_form, name="remediation-act"),
     path("alerts/", views.alerts_page, name="alerts"),
     path("runbooks/<str:alertname>/", runbooks.runbook_page, name="runbook"),
     path("", views.home, name="home"),

@@ -54,6 +54,8 @@ ROUTES: dict[tuple[str, str], str] = {
     ("api-remediation", "GET"): "viewer",
     ("api-remediation", "PATCH"): "author",  # a responder only for the status of an item they own
     ("api-remediation-check", "POST"): "responder",
+    ("remediations", "GET"): "viewer",
+    ("remediation-act", "POST"): "responder",  # the form's services decide further
     ("api-incident-postmortem-md", "GET"): "viewer",
     ("api-incident-postmortem", "POST"): "responder",
     ("api-postmortems", "GET"): "viewer",
@@ -179,6 +181,8 @@ def requests_for(incident: Incident, integration_id: int) -> dict[tuple[str, str
             {"data": json.dumps({"verification": "v"}), **json_body},
         ),
         ("api-remediation-check", "POST"): (f"/api/v1/remediations/{item.pk}/check/", json_body),
+        ("remediations", "GET"): ("/remediations/", {}),
+        ("remediation-act", "POST"): (f"/remediations/{item.pk}/act/", {"data": {"action": "check"}}),
         ("api-incident-postmortem-md", "GET"): (f"/api/v1/incidents/{incident.pk}/postmortem.md", {}),
         ("api-incident-postmortem", "POST"): (f"/api/v1/incidents/{incident.pk}/postmortem/", json_body),
         ("api-postmortems", "GET"): ("/api/v1/postmortems/", {}),
