@@ -108,6 +108,9 @@ def collect_evidence(incident_id: int, waited: int = 0) -> None:
         # is marked stale, never overwritten); a resolved incident's is complete enough to draft.
         postmortems_refresh_for([incident_id])
         flow.postmortem_enqueue(postmortems_due_on_resolve([incident_id]))
+        incident = Incident.objects.filter(pk=incident_id).first()
+        if incident is not None:  # the same cascade back on the same deployment: its items hear of it
+            remediation.remediation_note_recurrence(incident=incident)
 
 
 @shared_task(name=flow.DRAFT_POSTMORTEMS, ignore_result=True)
