@@ -313,8 +313,36 @@ def matrix_table(facts: Facts) -> str:
 
 
 def remediation_table(facts: Facts) -> str:
+    return remediation_rows(facts.incidents)
+
+
+def remediation_rows(incidents: Sequence[Incident]) -> str:
+    """The accepted remediation items of these incidents (suggestions and rejected ones left out)."""
+    from incidents.models import RemediationItem
+
     header = "| Action | Owner | Due | How it is verified |\n| --- | --- | --- | --- |"
-    return header + "\n| _No remediation item yet: add them here._ | — | — | — |"
+    items = (
+        RemediationItem.objects.filter(incidents__in=list(incidents), suggested=False)
+        .exclude(status=RemediationItem.Status.WONT_DO)
+        .select_related("owner")
+        .distinct()
+        .order_by("due_at", "id")
+    )
+    rows = []
+    for item in items:
+        owner = item.owner.get_username() if item.owner else "—"
+        how = _md(item.verification or "—")
+        if item.check_expr:
+            how += f" (check `{item.check_expr.replace('`', '')}`" + (
+                f" for {item.check_for})" if item.check_for not in ("", "0s") else ")"
+            )
+        status = f" ({item.status.replace('_', ' ')})" if item.status != "open" else ""
+        rows.append(
+            f"| {_md(item.title)}{status} | {_md(owner)} | {item.due_at:%Y-%m-%d} | {how.replace('|', '/')} |"
+        )
+    if not rows:
+        rows = ["| _No remediation item yet: accept the suggestions on the remediation page._ | — | — | — |"]
+    return header + "\n" + "\n".join(rows)
 
 
 # Timeline and evidence ----------------------------------------------------------------------

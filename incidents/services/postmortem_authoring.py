@@ -93,3 +93,37 @@ def postmortems_refresh_for(incident_ids: Sequence[int]) -> int:
     ):
         refreshed += postmortem_refresh_facts(postmortem=postmortem)
     return refreshed
+
+
+def postmortem_refresh_remediation(*, incidents: Sequence[int]) -> int:
+    """The remediation items of these incidents changed: each unpublished postmortem covering them
+    has its remediation table drafted again (a person's edited section turns stale instead)."""
+    from incidents.postmortems.draft import remediation_rows
+
+    refreshed = 0
+    for postmortem in (
+        Postmortem.objects.filter(incidents__in=list(incidents))
+        .exclude(status=Postmortem.Status.PUBLISHED)
+        .distinct()
+    ):
+        table = remediation_rows(list(postmortem.incidents.all()))
+        with transaction.atomic():
+            locked = Postmortem.objects.select_for_update().get(pk=postmortem.pk)
+            latest = locked.latest()
+            sections = [_with_table(s, table) for s in latest.sections]
+            if sections != latest.sections:
+                _new_revision(locked, latest, None, sections, "remediation items changed")
+                refreshed += 1
+    return refreshed
+
+
+def _with_table(section: dict[str, Any], table: str) -> dict[str, Any]:
+    old = section.get("facts", {}).get("remediation_table")
+    if old is None or old == table:
+        return section
+    if section.get("edited_by"):
+        return refreshed_section(
+            section, {**section, "facts": {**section["facts"], "remediation_table": table}}
+        )
+    return {**section, "markdown": section["markdown"].replace(old, table), "facts": {**section["facts"],
+            "remediation_table": table}}  # fmt: skip

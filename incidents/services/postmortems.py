@@ -70,6 +70,9 @@ def postmortem_draft(*, incident: Incident, user: User | None, via: str) -> tupl
         audit_record(
             by=user, via=via, target=postmortem, action="draft", field="status", old=None, new="draft"
         )
+    from incidents.services.remediation import remediation_suggest  # remediation imports this module
+
+    remediation_suggest(postmortem_id=postmortem.pk, incident=incident)
     return postmortem, True
 
 

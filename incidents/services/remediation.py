@@ -22,6 +22,7 @@ from incidents.evidence.prometheus import PrometheusError, PrometheusSource, ins
 from incidents.models import Incident, RemediationItem
 from incidents.services.audit import audit_record
 from incidents.services.errors import forbidden, invalid
+from incidents.services.postmortem_authoring import postmortem_refresh_remediation
 from incidents.services.roles import has_role, require_role
 
 Status = RemediationItem.Status
@@ -105,6 +106,8 @@ def remediation_create(
             detail=detail,
         )
     flow.remediation_webhook_enqueue(item.pk, "created")
+    if not suggested:
+        postmortem_refresh_remediation(incidents=[incident.pk])
     return item
 
 
@@ -134,6 +137,7 @@ def remediation_update(*, item: RemediationItem, user: User, via: str, body: Any
                 by=user, via=via, target=locked, action="update", field=field, old=old, new=new, at=now
             )
     flow.remediation_webhook_enqueue(item.pk, "changed")
+    postmortem_refresh_remediation(incidents=list(item.incidents.values_list("pk", flat=True)))
     return RemediationItem.objects.get(pk=item.pk)
 
 
@@ -401,3 +405,45 @@ def remediation_note_recurrence(*, incident: Incident) -> list[int]:
                          new=incident.pk)  # fmt: skip
             noted.append(item.pk)
     return noted
+
+
+# Suggestions from the catalog ------------------------------------------------------------------
+
+
+def remediation_suggest(*, postmortem_id: int, incident: Incident) -> list[RemediationItem]:
+    """The catalog's remediations for the incident's failure modes, in each matrix column where the
+    matrix has something to say for the mode's layer; each a suggestion (`suggested: true`) for a
+    person to accept, edit or reject. Not twice the same title for one incident."""
+    from incidents.catalog import catalog as app_catalog
+    from incidents.timeline import incident_matrix
+
+    catalog = app_catalog()
+    templates = getattr(catalog, "remediations_for", None)
+    if templates is None:
+        return []
+    said = {(row["layer"], column) for row in incident_matrix(incident) for column in ("direct_cause",
+            "system_defect", "process_gap") if (row.get(column) or {}).get("text")}  # fmt: skip
+    taken = set(RemediationItem.objects.filter(incident=incident).values_list("title", flat=True))
+    made = []
+    for mode in dict.fromkeys(incident.failure_modes or []):
+        layer = catalog.mode_layer(mode)
+        for column in ("direct_cause", "system_defect", "process_gap"):
+            if (layer, column) not in said and (column != "process_gap" or ("process", column) not in said):
+                continue
+            for template in templates(mode, column):
+                if template.title in taken:
+                    continue
+                taken.add(template.title)
+                body = {
+                    "title": template.title,
+                    "horizon": template.horizon,
+                    "verification": template.verification,
+                    "check": template.check or "",
+                    "check_for": template.check_for or "0s",
+                }
+                source = {"postmortem": postmortem_id, "layer": layer, "column": column, "mode": mode}
+                item = remediation_create(
+                    incident=incident, user=None, via="system", body=body, suggested=True, source=source
+                )
+                made.append(item)
+    return made

@@ -213,3 +213,40 @@ def test_a_recurring_chain_on_the_same_deployment_links_the_earlier_items(incide
     assert remediation_note_recurrence(incident=again) == [item.pk]
     assert RemediationItem.objects.get(pk=item.pk).recurred == [again.pk]
     assert remediation_note_recurrence(incident=again) == []  # noted once
+
+
+def test_accepted_items_fill_the_drafts_remediation_table_and_a_published_one_keeps_its_own(users):
+    from incidents.models import Postmortem
+    from incidents.services.postmortems import postmortem_act, postmortem_draft
+    from incidents.services.remediation import remediation_update
+
+    lead = users("lead", "author")
+    incident = Incident.objects.create(
+        title="frag", started_at=timezone.now() - timedelta(hours=2), severity="critical"
+    )
+    postmortem, _ = postmortem_draft(incident=incident, user=lead, via="api")
+
+    def table() -> str:
+        return Postmortem.objects.get(pk=postmortem.pk).latest().section("remediation-tracking")["markdown"]
+
+    assert "No remediation item yet" in table()
+    suggestion = remediation_create(
+        incident=incident,
+        user=None,
+        via="system",
+        suggested=True,
+        body={"title": "Add a memory defragmenter", "horizon": "1m"},
+    )
+    assert "defragmenter" not in table()  # a suggestion is not a promise
+    remediation_update(item=suggestion, user=lead, via="api", body={"suggested": False, "owner": "lead"})
+    assert "| Add a memory defragmenter | lead |" in table()
+    for action in ("submit", "approve", "publish"):
+        postmortem_act(postmortem=postmortem, user=lead, via="api", body={"action": action})
+    published = Postmortem.objects.get(pk=postmortem.pk).latest().section("remediation-tracking")["markdown"]
+    remediation_create(incident=incident, user=lead, via="api", body={"title": "Regular failure drills"})
+    after = (
+        Postmortem.objects.get(pk=postmortem.pk)
+        .latest_published()
+        .section("remediation-tracking")["markdown"]
+    )
+    assert after == published and "drills" not in after  # the published revision keeps its table
