@@ -255,7 +255,12 @@ def remediation_check(*, item: RemediationItem, now: datetime | None = None) -> 
     """Evaluate the item's check now and move it: held long enough -> verified; failing after it
     was verified -> regressed (its owner is told); empty -> stays done; no answer -> unchanged."""
     now = now or timezone.now()
-    outcome = evaluate(item.check_expr, now)
+    return remediation_judge(item=item, outcome=evaluate(item.check_expr, now), now=now)
+
+
+def remediation_judge(*, item: RemediationItem, outcome: dict[str, Any], now: datetime) -> RemediationItem:
+    """Move the item by a check's outcome (`evaluate`'s shape); the demo loader gives the outcomes
+    its simulated morning would have had, as it has no Prometheus."""
     with transaction.atomic():
         locked = RemediationItem.objects.select_for_update().get(pk=item.pk)
         old = locked.status

@@ -16,17 +16,19 @@ from django.conf import settings
 from django.contrib.auth.models import User
 from django.core.management.base import BaseCommand, CommandError
 from django.db.models import Min
+from django.utils import timezone
 
 from correlate import simulator
 from correlate.ingest.common import parse_time
 from incidents import services
-from incidents.models import Alert, AuditRecord, Delivery, Incident, Integration, Postmortem
+from incidents.models import Alert, AuditRecord, Delivery, Incident, Integration, Postmortem, RemediationItem
 from incidents.replay import action_line_apply
 from incidents.services.correlation import correlation_rebuild
 from incidents.services.errors import RootlineError
 from incidents.services.evidence import evidence_collect, incidents_overlapping
 from incidents.services.local_series import local_series_import
 from incidents.services.postmortems import needs_postmortem, postmortem_act, postmortem_draft
+from incidents.services.remediation import remediation_judge, remediation_update
 from incidents.services.roles import admin_ensure
 
 DEMO_SEED = 7
@@ -113,7 +115,43 @@ def demo_postmortems(username: str) -> int:
             postmortem_act(
                 postmortem=drafted[0], user=admin, via=AuditRecord.Via.IMPORT, body={"action": action}
             )
+    demo_remediation_states(admin)
     return len(drafted)
+
+
+# The states the demo's accepted suggestions are taken to, in order; the rest stay suggestions.
+DEMO_STATES = ("open", "in_progress", "done", "verified", "regressed", "wont_do", "overdue")
+
+
+def demo_remediation_states(admin: User) -> None:
+    """Accept the first suggestions and take one to each state, so the remediation page shows them
+    all; a second run finds them accepted and changes nothing."""
+    if RemediationItem.objects.filter(suggested=False).exists():
+        return
+    now = timezone.now()
+    via = AuditRecord.Via.IMPORT
+    suggestions = RemediationItem.objects.filter(suggested=True).order_by("id")
+    for item, state in zip(suggestions, DEMO_STATES, strict=False):
+        if state == "wont_do":
+            remediation_update(item=item, user=admin, via=via, body={"status": "wont_do"})
+            continue
+        body: dict[str, object] = {"suggested": False, "owner": admin.get_username()}
+        if state == "overdue":
+            body.update(horizon="date", due_at=(now - timedelta(days=2)).isoformat())
+        remediation_update(item=item, user=admin, via=via, body=body)
+        if state in ("in_progress", "done", "verified", "regressed"):
+            status = "in_progress" if state == "in_progress" else "done"
+            remediation_update(item=item, user=admin, via=via, body={"status": status})
+        if state in ("verified", "regressed"):
+            reason = "demo: what the simulated morning's metrics would have answered"
+            held: dict[str, object] = {
+                "at": now.isoformat(), "query": item.check_expr or "(demo)", "range": None, "result": [],
+                "ok": True, "reason": reason,
+            }  # fmt: skip
+            item = remediation_judge(item=item, outcome=held, now=now)
+            if state == "regressed":
+                failed = {**held, "ok": False, "reason": "demo: condition not met"}
+                remediation_judge(item=item, outcome=failed, now=now)
 
 
 def admin_login() -> tuple[str, str]:
