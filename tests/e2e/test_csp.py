@@ -41,6 +41,9 @@ def test_no_page_breaks_the_content_security_policy(
     if not with_collector:
         store_evidence_from_om(incident, folder / "metrics.om")
     User.objects.create_superuser("boss", "boss@localhost", "reliable 42")
+    from incidents.services.postmortems import postmortem_draft
+
+    postmortem_draft(incident=incident, user=None, via="system")
     alert = Alert.objects.filter(incident=incident).first()
     assert alert is not None
     console: list[str] = []
@@ -60,6 +63,11 @@ def test_no_page_breaks_the_content_security_policy(
         f"/incidents/{incident.pk}/",
         f"/incidents/{incident.pk}/evidence/",
         "/runbooks/LLMKVFragmentationHigh/",
+        f"/incidents/{incident.pk}/postmortem/",
+        f"/incidents/{incident.pk}/postmortem/print/",
+        f"/incidents/{incident.pk}/postmortem/diff/",
+        "/postmortems/",
+        "/remediations/?tab=all",
         "/accounts/password_change/",
         "/admin/",
         "/admin/incidents/auditrecord/",

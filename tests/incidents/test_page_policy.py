@@ -19,6 +19,11 @@ INLINE_STYLE = re.compile(r"<style\b|\sstyle=\"|\son[a-z]+=\"", re.I)
 
 
 def pages(incident) -> list[str]:
+    from incidents.services.postmortems import postmortem_draft
+    from incidents.services.remediation import remediation_create
+
+    postmortem_draft(incident=incident, user=None, via="system")
+    remediation_create(incident=incident, user=None, via="system", body={"title": "x", "check": "up"})
     return [
         "/",
         "/?status=all",
@@ -26,6 +31,11 @@ def pages(incident) -> list[str]:
         f"/incidents/{incident.pk}/",
         f"/incidents/{incident.pk}/evidence/",
         "/runbooks/LLMKVFragmentationHigh/",
+        f"/incidents/{incident.pk}/postmortem/",
+        f"/incidents/{incident.pk}/postmortem/print/",
+        f"/incidents/{incident.pk}/postmortem/diff/",
+        "/postmortems/",
+        "/remediations/?tab=all",
     ]
 
 
