@@ -10,7 +10,7 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from .core import NS, rng_for
-from .world import Gpu, Node, Pod
+from .world import Deployment, Gpu, Node, Pod
 
 Labeller = Callable[[Pod], dict[str, str]]
 
@@ -116,6 +116,10 @@ class Telemetry:
     dense: dict[str, list[tuple[int, int]]] = field(default_factory=dict)
     replicas_short: dict[str, list[tuple[int, int, int]]] = field(default_factory=lambda: defaultdict(list))
     disks: dict[str, str] = field(default_factory=dict)
+    # Request outcomes (`outcomes.py`): the deployments of the story's incidents, and per deployment
+    # when its incident's degradation rejects long requests.
+    outcomes: set[str] = field(default_factory=set)
+    shedding: dict[str, list[tuple[int, int]]] = field(default_factory=lambda: defaultdict(list))
 
     # -- state -----------------------------------------------------------------------------
     def base(self, signal: str, key: str) -> float:
@@ -227,6 +231,28 @@ def ksm_labels(pod: Pod, ksm_ip: str) -> dict[str, str]:
         "pod": pod.name,
         "container": dep.container,
         "uid": pod.uid,
+    }
+
+
+def ksm_gpu_request_labels(pod: Pod, ksm_ip: str) -> dict[str, str]:
+    """kube_pod_container_resource_requests' labels: the reference's §2.5 gives its sibling
+    `kube_pod_container_resource_limits` (kube-state-metrics pod-metrics.md) `resource`
+    (`nvidia.com/gpu` sanitised to `nvidia_com_gpu`), `unit` and `node` beside the pod's labels."""
+    return dict(ksm_labels(pod, ksm_ip), node=pod.node.name, resource="nvidia_com_gpu", unit="integer")
+
+
+def envoy_labels(dep: Deployment, proxy: tuple[str, str]) -> dict[str, str]:
+    """An Envoy Gateway proxy's scrape labels (its pods run in envoy-gateway-system and serve
+    /stats/prometheus on 19001) and the xDS cluster Envoy Gateway names after the HTTPRoute's rule,
+    `httproute/<namespace>/<route>/rule/<index>`; the route is named after the deployment."""
+    pod, ip = proxy
+    return {
+        "cluster": dep.cluster.name,
+        "namespace": "envoy-gateway-system",
+        "pod": pod,
+        "instance": f"{ip}:19001",
+        "job": "envoy-proxy",
+        "envoy_cluster_name": f"httproute/{dep.namespace}/{dep.name}/rule/0",
     }
 
 

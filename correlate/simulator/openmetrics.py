@@ -2,7 +2,8 @@
 seconds timestamps, counters as `<family>_total`, histograms as buckets + count + sum per
 timestamp, each family contiguous, `# EOF` at the end. The signals are `metrics.Telemetry`'s.
 This module writes the serving engines' and gateways' families and the whole text; the cluster
-exporters' families (DCGM, kube-state-metrics, node-exporter) are `exporters.py`'s."""
+exporters' families (DCGM, kube-state-metrics, node-exporter) are `exporters.py`'s, the request
+outcomes of the incidents' deployments (gateway, engines, GPUs held) `outcomes.py`'s."""
 
 from __future__ import annotations
 
@@ -21,6 +22,7 @@ from .metrics import (
     http_labels,
     vllm_labels,
 )
+from .outcomes import OutcomeFamilies
 from .world import ENGINES, Deployment, Node, Pod, metric_name
 
 
@@ -30,7 +32,7 @@ def _lognorm_cdf(x: float, median: float, sigma: float) -> float:
     return 0.5 * (1.0 + math.erf((math.log(x) - math.log(median)) / (sigma * math.sqrt(2.0))))
 
 
-class Renderer(ExporterFamilies):
+class Renderer(ExporterFamilies, OutcomeFamilies):
     """Writes the families of the deployments and nodes a story touched, over their windows."""
 
     def render(self, deployments: list[Deployment], nodes: list[tuple[Node, str]]) -> str:
@@ -111,9 +113,21 @@ class Renderer(ExporterFamilies):
                 vllm_labels,
                 "corrupt",
             )
-        for name, chosen in by_engine("vllm:request_success", "success"):
-            self._all_deps = chosen
-            self._success(name)
+        outcome_deps = [d for d in deps if d.name in tel.outcomes]
+        flows = {d.name: self.flow(d) for d in outcome_deps}
+        for engine in ENGINES:
+            fam = metric_name(engine, "vllm:request_success")
+            if not fam:
+                continue
+            counted = [d for d in deps if d.engine == engine and "success" in d.families]
+            added = [d for d in outcome_deps if d.engine == engine and "success" not in d.families]
+            if counted:
+                self._all_deps = counted
+                self._success(fam)
+            elif added:
+                self.family(fam, "counter", "Count of successfully processed requests.")
+            self._finished(fam, added, flows)
+        self._generation_tokens(outcome_deps, flows)
         for _name, chosen in by_engine("vllm:spec_decode_num_draft_tokens", "spec"):
             self._all_deps = chosen
             self._spec()
@@ -145,8 +159,10 @@ class Renderer(ExporterFamilies):
         self._all_deps = deps
         self._up()
         self._istio()
+        self._gateway(outcome_deps, flows)
         self._dcgm(deps)
         self._ksm(deps)
+        self._gpu_requests(outcome_deps)
         self._nodes(nodes)
         w("# EOF")
         return "\n".join(self.out) + "\n"

@@ -11,11 +11,13 @@ from typing import TYPE_CHECKING, TypeGuard
 from . import alertmanager as am
 from .core import MINUTE, NS, go_time, rng_for
 from .openmetrics import render
-from .records import Change
+from .records import Change, Incident
 
 if TYPE_CHECKING:
     from .story import Story
 
+SHEDDING_LEVELS = {"L2", "L3"}
+FOREVER = 2**63 - 1
 RETARGETABLE = {"acknowledge", "assign", "note", "severity", "degrade", "mitigate", "resolve", "reopen"}
 
 
@@ -45,8 +47,10 @@ def build_files(story: Story) -> dict[str, str]:
     files = {"alerts.jsonl": "".join(lines)}
     changes = sorted(story.changes, key=lambda c: (c.at, c.seq))
     files["changes.jsonl"] = "".join(json.dumps(c.body, ensure_ascii=False) + "\n" for c in changes)
-    files["actions.jsonl"] = _actions(story, first_seen)
+    actions = _actions(story, first_seen)
+    files["actions.jsonl"] = "".join(json.dumps(r, ensure_ascii=False) + "\n" for _, _, r in actions)
     files["truth.json"] = _truth(story, delivered)
+    _outcomes(story, actions)
     files["metrics.om"] = _metrics(story)
     story.deliveries = deliveries
     story.first_seen = first_seen
@@ -82,7 +86,8 @@ def _truth(story: Story, delivered: set) -> str:
     return json.dumps({"incidents": incidents, "noise": noise}, indent=1) + "\n"
 
 
-def _actions(story: Story, first_seen: dict) -> str:
+def _actions(story: Story, first_seen: dict) -> list[tuple[int, int, dict[str, object]]]:
+    """actions.jsonl's rows in order, each with its time."""
     rows = []
     for n, it in enumerate(story.intents):
         occ = it.occ
@@ -116,7 +121,7 @@ def _actions(story: Story, first_seen: dict) -> str:
                 row[k] = v
         rows.append((at, n, row))
     rows.sort(key=lambda r: (r[0], r[1]))
-    return "".join(json.dumps(r, ensure_ascii=False) + "\n" for _, _, r in rows)
+    return rows
 
 
 def _firing_member(
@@ -156,6 +161,38 @@ def _firing_member(
                 return m, later - later % 1_000_000
     done = [m for m in alerts if m.key in first_seen and first_seen[m.key] <= at]
     return (max(done, key=lambda m: (m.ends or m.starts, m.seq)), at) if done else (occ, at)
+
+
+def _outcomes(story: Story, actions: list[tuple[int, int, dict[str, object]]]) -> None:
+    """Which deployments get request-outcome series (those of the incidents) and when each one's
+    gateway sheds load: from a `degrade` to L2 or L3 (the ladder keeps L2's rejections at L3)
+    until a lower level or the incident's `resolve`, as actions.jsonl has them."""
+    incident_of: dict[tuple[str, str], Incident] = {}
+    deps_of: dict[str, set[str]] = {}
+    for inc in story.incidents:
+        deps_of[inc.id] = set()
+        for m in inc.members:
+            incident_of.setdefault((m.fingerprint, m.starts_at), inc)
+            if isinstance(m, am.Occurrence) and m.dep is not None:
+                deps_of[inc.id].add(m.dep.name)
+    since: dict[str, int] = {}
+    spans: dict[str, list[tuple[int, int]]] = {}
+    for at, _, row in actions:
+        acted_on = incident_of.get((str(row["fingerprint"]), str(row["starts_at"])))
+        if acted_on is None or row["action"] not in ("degrade", "resolve"):
+            continue
+        shedding = row["action"] == "degrade" and row.get("level") in SHEDDING_LEVELS
+        if shedding and acted_on.id not in since:
+            since[acted_on.id] = at
+        elif not shedding and acted_on.id in since:
+            spans.setdefault(acted_on.id, []).append((since.pop(acted_on.id), at))
+    for inc_id, start in since.items():
+        spans.setdefault(inc_id, []).append((start, FOREVER))
+    story.tel.outcomes = set().union(*deps_of.values())
+    story.tel.shedding.clear()
+    for inc_id, deps in deps_of.items():
+        for name in sorted(deps):
+            story.tel.shedding[name].extend(spans.get(inc_id, ()))
 
 
 def _metrics(story: Story) -> str:

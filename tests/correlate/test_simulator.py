@@ -315,7 +315,8 @@ def test_actions_name_firing_delivered_occurrences(runs, name) -> None:
 def test_metrics_are_openmetrics_in_seconds(runs, name) -> None:
     text = (runs[name] / "metrics.om").read_text()
     assert text.endswith("# EOF\n")
-    assert len(text) < 8_000_000 or name == "fleet-day"
+    # march-oom samples every 15 s; with the request outcomes of its deployment it is about 9 MB
+    assert len(text) < 10_000_000 or name == "fleet-day"
     truth = json.loads((runs[name] / "truth.json").read_text())
     first = min(_parse(m["starts_at"]) for i in truth["incidents"] for m in i["alerts"]).timestamp()
     families = []

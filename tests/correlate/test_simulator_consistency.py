@@ -297,7 +297,7 @@ def test_fleet_day_seeds_keep_their_shape(seed) -> None:
     truth = json.loads(files["truth.json"])
     assert len(truth["incidents"]) >= 8
     assert len(truth["noise"]) >= 8
-    assert len(files["metrics.om"]) < 16_000_000
+    assert len(files["metrics.om"]) < 22_000_000  # about 19 MB with the incidents' request outcomes
     assert datetime.fromtimestamp(story.occs[0].starts / NS, UTC).date().isoformat() == "2026-03-14"
     assert MINUTE
 
