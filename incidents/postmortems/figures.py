@@ -373,7 +373,11 @@ def _tokens_not_served(key, label, unit, scope, window, objectives, reader) -> d
     if query is None:
         return unavailable(key, label, unit, "no token counter before the onset: " + "; ".join(tried))
     served_series, _, _ = reader.read(query, window)
-    rate = integral(baseline, before) / BASELINE_SECONDS
+    # The rate over the part of the hour the counter covered (a deployment younger than an hour).
+    covered = len({t for s in baseline for t, _ in s.points if before.start < t <= before.end}) * before.step
+    if covered <= 0:
+        return unavailable(key, label, unit, f"{query.promql}: no rate in the hour before the onset")
+    rate = integral(baseline, before) / covered
     served = integral(served_series, window)
     expected = rate * (window.end - window.start)
     return figure(
