@@ -250,3 +250,28 @@ def test_accepted_items_fill_the_drafts_remediation_table_and_a_published_one_ke
         .section("remediation-tracking")["markdown"]
     )
     assert after == published and "drills" not in after  # the published revision keeps its table
+
+
+def test_a_tracker_sends_status_back_with_a_token_and_its_user_is_recorded(incident, users):
+    from django.test import Client
+
+    from incidents.services.integrations import api_token_issue
+
+    bot = users("tracker-bot", "responder")
+    item = remediation_create(
+        incident=incident,
+        user=None,
+        via="system",
+        body={"title": "dynamic block allocation", "owner": "tracker-bot"},
+    )
+    token = api_token_issue(username=bot.get_username())
+    answer = Client().patch(
+        f"/api/v1/remediations/{item.pk}/",
+        json.dumps({"status": "done"}),
+        content_type="application/json",
+        HTTP_AUTHORIZATION=f"Token {token}",
+    )
+    assert answer.status_code == 200, answer.content
+    assert ("status", "tracker-bot", "done") in [
+        (h["field"], h["by"], h["new"]) for h in answer.json()["history"]
+    ]
