@@ -1,4 +1,4 @@
-"""The catalog as data: layers, failure modes, matchers, causal rules, bands.
+"""The catalog as data: layers, failure modes, matchers, causal rules, bands, remediations.
 
 It lives in YAML (the packaged `catalog.yaml`, extended by a team's file named by
 ROOTLINE_CATALOG or passed explicitly) so that teams adapt classification and causality to
@@ -57,6 +57,10 @@ SCOPE_RELATIONS = (
     "co_located",
     "unplaced",
 )
+# The root-cause matrix's columns (correlate/matrix.py reads them from here).
+MATRIX_COLUMNS = ("direct_cause", "system_defect", "process_gap")
+# Remediation horizons, soonest first: within 24 hours, a week, a month (not Prometheus durations).
+HORIZONS = ("24h", "1w", "1m")
 
 
 class CatalogError(ValueError):
@@ -139,6 +143,24 @@ class ChangeKinds:
 
 
 @dataclass(frozen=True)
+class Remediation:
+    """A remediation template for one failure mode and matrix column.
+
+    `check` is a PromQL instant expression that holds when its result is non-empty (for
+    `check_for`, a Prometheus duration kept as written, `check_for_seconds` its value).
+    """
+
+    mode: str
+    column: str
+    title: str
+    horizon: str
+    verification: str
+    check: str | None = None
+    check_for: str = "0s"
+    check_for_seconds: float = 0.0
+
+
+@dataclass(frozen=True)
 class Catalog:
     layers: tuple[str, ...]
     modes: Mapping[str, ModeInfo]
@@ -157,9 +179,17 @@ class Catalog:
     changes: ChangeKinds = None  # type: ignore[assignment]
     sources: tuple[str, ...] = ()
     rules_by_pair: Mapping[tuple[str, str], tuple[Rule, ...]] = field(default_factory=dict)
+    remediations: tuple[Remediation, ...] = ()
+    remediations_by_cell: Mapping[tuple[str, str], tuple[Remediation, ...]] = field(default_factory=dict)
 
     def rules_for(self, cause: str, effect: str) -> tuple[Rule, ...]:
         return self.rules_by_pair.get((cause, effect), ()) + self.rules_by_pair.get((cause, ANY_MODE), ())
+
+    def remediations_for(self, mode: str, column: str) -> tuple[Remediation, ...]:
+        """Soonest horizon first, then in catalog order; a mode the catalog has none for gives ()."""
+        if column not in MATRIX_COLUMNS:
+            raise ValueError(f"unknown matrix column {column!r}; known: {', '.join(MATRIX_COLUMNS)}")
+        return self.remediations_by_cell.get((mode, column), ())
 
     @property
     def max_rule_lag(self) -> timedelta:
@@ -209,8 +239,8 @@ def load_catalog(path: str | os.PathLike[str] | None = None, *, use_env: bool = 
 def catalog_from_mappings(*layers: Mapping[str, Any]) -> Catalog:
     """Build a catalog from already-parsed YAML documents (packaged first), for tests and tools."""
     merged: dict[str, Any] = {}
-    for layer in layers:
-        merged = merge_catalog_documents(merged, layer)
+    for number, layer in enumerate(layers, 1):
+        merged = merge_catalog_documents(merged, _tag_remediations(layer, f"<mappings #{number}>"))
     return _build(merged, sources=("<mappings>",))
 
 
@@ -223,11 +253,12 @@ def _mtime(path: str) -> float:
 
 @lru_cache(maxsize=16)
 def _load_cached(stamps: tuple[tuple[str, float], ...]) -> Catalog:
-    merged = _parse_yaml(packaged_catalog_text(), "catalog.yaml (packaged)")
+    packaged = "catalog.yaml (packaged)"
+    merged = _tag_remediations(_parse_yaml(packaged_catalog_text(), packaged), packaged)
     sources = ["packaged"]
     for path, _ in stamps:
         text = Path(path).read_text(encoding="utf-8")
-        merged = merge_catalog_documents(merged, _parse_yaml(text, path))
+        merged = merge_catalog_documents(merged, _tag_remediations(_parse_yaml(text, path), path))
         sources.append(path)
     return _build(merged, sources=tuple(sources))
 
@@ -248,11 +279,25 @@ def _parse_yaml(text: str, origin: str) -> dict[str, Any]:
     return data
 
 
+def _tag_remediations(doc: Mapping[str, Any], origin: str) -> Mapping[str, Any]:
+    """Each remediation entry remembers its file and index, so that an error names both after the
+    documents are merged (the other sections' entries are named by their ids)."""
+    entries = doc.get("remediations")
+    if not isinstance(entries, list):
+        return doc
+    tagged = [
+        {**entry, _WHERE: f"{origin}: remediations[{index}]"} if isinstance(entry, Mapping) else entry
+        for index, entry in enumerate(entries)
+    ]
+    return {**doc, "remediations": tagged}
+
+
 def merge_catalog_documents(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
     """Team entries win: matchers and rules by id (new matchers go first), mappings merge deeply.
 
     `replace: [section, ...]` in the override drops the packaged section instead of merging;
-    `disabled: true` on a matcher or rule removes the packaged entry of that id.
+    `disabled: true` on a matcher or rule removes the packaged entry of that id. Remediations are
+    appended, keyed by (mode, column, title): the same key replaces fields or, disabled, removes.
     """
     replaced = set(override.get("replace") or ())
     merged: dict[str, Any] = {k: v for k, v in base.items()}
@@ -260,7 +305,10 @@ def merge_catalog_documents(base: Mapping[str, Any], override: Mapping[str, Any]
         if key == "replace":
             continue
         if key in replaced or key not in merged:
-            merged[key] = _without_disabled(value) if key in ("matchers", "rules") else value
+            listed = key in ("matchers", "rules") or (key == "remediations" and isinstance(value, list))
+            merged[key] = _without_disabled(value) if listed else value
+        elif key == "remediations":
+            merged[key] = _merge_remediations(merged[key], value)
         elif key == "matchers":
             merged[key] = _merge_by_id(merged[key], value, new_first=True)
         elif key == "rules":
@@ -302,6 +350,32 @@ def _merge_by_id(base: list[Any], override: list[Any], *, new_first: bool) -> li
     return kept + fresh
 
 
+def _remediation_key(entry: Any) -> Any:
+    if not isinstance(entry, Mapping):
+        return id(entry)
+    return (entry.get("mode"), entry.get("column"), entry.get("title"))
+
+
+def _merge_remediations(base: Any, override: Any) -> Any:
+    if not isinstance(base, list) or not isinstance(override, list):
+        return override  # the builder refuses what is not a list
+    result = list(base)
+    index = {_remediation_key(entry): i for i, entry in enumerate(result)}
+    removed: set[int] = set()
+    for entry in override:
+        key = _remediation_key(entry)
+        disabled = isinstance(entry, Mapping) and entry.get("disabled")
+        if key in index:
+            if disabled:
+                removed.add(index[key])
+            else:
+                result[index[key]] = {**result[index[key]], **entry}
+        elif not disabled:
+            index[key] = len(result)
+            result.append(entry)
+    return [e for i, e in enumerate(result) if i not in removed]
+
+
 def _deep_merge(base: Mapping[str, Any], override: Mapping[str, Any]) -> dict[str, Any]:
     merged = dict(base)
     for key, value in override.items():
@@ -335,6 +409,10 @@ def _build(doc: Mapping[str, Any], *, sources: tuple[str, ...]) -> Catalog:
     for rule in rules:
         by_pair[(rule.cause, rule.effect)] = by_pair.get((rule.cause, rule.effect), ()) + (rule,)
     markers = doc.get("change_markers") or {}
+    remediations = _build_remediations(doc.get("remediations"), modes)
+    by_cell: dict[tuple[str, str], tuple[Remediation, ...]] = {}
+    for item in sorted(remediations, key=lambda r: HORIZONS.index(r.horizon)):
+        by_cell[(item.mode, item.column)] = by_cell.get((item.mode, item.column), ()) + (item,)
     return Catalog(
         layers=layers,
         modes=modes,
@@ -355,6 +433,8 @@ def _build(doc: Mapping[str, Any], *, sources: tuple[str, ...]) -> Catalog:
         changes=_build_changes(doc.get("changes") or {}),
         sources=sources,
         rules_by_pair=by_pair,
+        remediations=remediations,
+        remediations_by_cell=by_cell,
     )
 
 
@@ -460,3 +540,102 @@ def _build_band(name: str, raw: Mapping[str, Any]) -> Band:
         yellow=float(raw["yellow"]) if raw.get("yellow") is not None else None,
         series=tuple(raw.get("series") or ()),
     )
+
+
+_WHERE = "_where"
+_REMEDIATION_FIELDS = ("mode", "column", "title", "horizon", "verification", "check", "check_for")
+_DURATION_UNITS = ("w", "d", "h", "m", "s", "ms")  # the order Prometheus requires, largest first
+_BRACKETS = {")": "(", "]": "[", "}": "{"}
+
+
+def _build_remediations(raw: Any, modes: Mapping[str, ModeInfo]) -> tuple[Remediation, ...]:
+    if raw is None:
+        return ()
+    if not isinstance(raw, list):
+        raise CatalogError("remediations: a list of {mode, column, title, horizon, verification, ...}")
+    return tuple(_build_remediation(entry, index, modes) for index, entry in enumerate(raw))
+
+
+def _build_remediation(raw: Any, index: int, modes: Mapping[str, ModeInfo]) -> Remediation:
+    where = f"remediations[{index}]"
+    if not isinstance(raw, Mapping):
+        raise CatalogError(f"{where}: an entry is a mapping, not {raw!r}")
+    where = str(raw.get(_WHERE, where))
+    unknown = sorted(str(k) for k in raw if k not in (*_REMEDIATION_FIELDS, _WHERE, "disabled"))
+    if unknown:
+        raise CatalogError(f"{where}: unknown field {unknown[0]!r}; known: {', '.join(_REMEDIATION_FIELDS)}")
+    mode, column, horizon = raw.get("mode"), raw.get("column"), raw.get("horizon")
+    if not isinstance(mode, str) or mode not in modes:
+        raise CatalogError(f"{where}.mode: unknown failure mode {mode!r}")
+    if column not in MATRIX_COLUMNS:
+        raise CatalogError(f"{where}.column: unknown column {column!r}; known: {', '.join(MATRIX_COLUMNS)}")
+    if horizon not in HORIZONS:
+        raise CatalogError(f"{where}.horizon: {horizon!r} is not one of {', '.join(HORIZONS)}")
+    title, verification = _text(raw, "title", where), _text(raw, "verification", where)
+    check = raw.get("check")
+    if check is not None:
+        check = _text(raw, "check", where).strip()
+        problem = promql_bracket_problem(check)
+        if problem:
+            raise CatalogError(f"{where}.check: {problem} in {check!r}")
+    check_for = raw.get("check_for", "0s")
+    if "check_for" in raw and check is None:
+        raise CatalogError(f"{where}.check_for: a check_for needs a check")
+    return Remediation(
+        mode=mode,
+        column=str(column),
+        title=title,
+        horizon=str(horizon),
+        verification=verification,
+        check=check,
+        check_for=str(check_for),
+        check_for_seconds=_prometheus_duration(check_for, f"{where}.check_for").total_seconds(),
+    )
+
+
+def _text(raw: Mapping[str, Any], name: str, where: str) -> str:
+    value = raw.get(name)
+    if not isinstance(value, str) or not value.strip():
+        raise CatalogError(f"{where}.{name}: a non-empty string is required, not {value!r}")
+    return value.strip()
+
+
+def _prometheus_duration(value: Any, where: str) -> timedelta:
+    """Stricter than `parse_duration`: written as Prometheus accepts it in a rule's `for`."""
+    text = value if isinstance(value, str) else ""
+    parts = re.findall(r"(\d+)(ms|s|m|h|d|w)", text)
+    ranks = [_DURATION_UNITS.index(unit) for _, unit in parts]
+    if not parts or "".join(n + u for n, u in parts) != text or ranks != sorted(set(ranks)):
+        raise CatalogError(f"{where}: not a Prometheus duration (like 90s, 15m, 1h30m): {value!r}")
+    try:
+        return parse_duration(text)
+    except CatalogError as exc:
+        raise CatalogError(f"{where}: {exc}") from exc
+
+
+def promql_bracket_problem(expr: str) -> str | None:
+    """What is unbalanced in a PromQL expression (brackets, quotes), or None: a sanity check where
+    promtool is not at hand, not a parser."""
+    stack: list[str] = []
+    quote = ""
+    escaped = False
+    for char in expr:
+        if quote:
+            if escaped:
+                escaped = False
+            elif char == "\\" and quote != "`":
+                escaped = True
+            elif char == quote:
+                quote = ""
+        elif char in "\"'`":
+            quote = char
+        elif char in "([{":
+            stack.append(char)
+        elif char in _BRACKETS:
+            if not stack or stack.pop() != _BRACKETS[char]:
+                return f"unbalanced {char!r}"
+    if quote:
+        return f"unclosed {quote} string"
+    if stack:
+        return f"unclosed {stack[-1]!r}"
+    return None

@@ -14,11 +14,11 @@ from dataclasses import dataclass, field
 from datetime import datetime
 
 from correlate import matrix_texts as texts
-from correlate.catalog import Catalog
+from correlate.catalog import MATRIX_COLUMNS, Catalog
 from correlate.series import RED, Crossing
 from correlate.timeline import BAND_LAYERS, ActionFact, AlertFact
 
-COLUMNS = ("direct_cause", "system_defect", "process_gap")
+COLUMNS = MATRIX_COLUMNS
 UNREVIEWED_TEXT = re.compile(r"no review|without review|unreviewed|not reviewed", re.IGNORECASE)
 
 
