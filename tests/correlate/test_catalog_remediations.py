@@ -44,12 +44,14 @@ REQUIRED_MODES = (
     "change",
 )
 MARCH_MODES = ("kv_fragmentation", "oom", "restart", "slo_ttft", "queueing", "change")
-# Where a check's metric names must come from: the research notes on real exporters (outside the
-# repository, so named by ROOTLINE_METRICS_REFERENCE where they live elsewhere), the shipped
+# Where a check's metric names must come from: the research notes on real exporters (a copy in
+# docs/reference/, with their sources; ROOTLINE_METRICS_REFERENCE names another), the shipped
 # rules pack (`manage.py rules export`, kept equal to rules/*.yml by tests/rules) and the
 # simulator's rules.
 REFERENCE = Path(
-    os.environ.get("ROOTLINE_METRICS_REFERENCE", "/work/shared/reference/llm-metrics-and-payloads.md")
+    os.environ.get(
+        "ROOTLINE_METRICS_REFERENCE", str(ROOT / "docs" / "reference" / "llm-metrics-and-payloads.md")
+    )
 )
 PACK = sorted((ROOT / "rules").glob("*.yml")) + [ROOT / "correlate" / "simulator" / "rules.py"]
 PROMQL_WORDS = {"by", "without", "on", "ignoring", "group_left", "group_right", "and", "or", "unless", "bool"}

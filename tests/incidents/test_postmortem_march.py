@@ -57,3 +57,38 @@ def test_the_published_march_postmortem_exports_as_its_published_revision(march,
     assert answer.status_code == 200 and answer["Content-Type"] == "text/markdown; charset=utf-8"
     assert answer.content.decode() == revision_markdown(shown_revision(postmortem))
     assert answer.content.decode() == revision_markdown(postmortem.latest_published())
+
+
+def test_accepting_the_march_suggestions_gives_the_three_horizons_and_their_due_dates(march, client):
+    from datetime import timedelta
+
+    from django.contrib.auth.models import User
+
+    from incidents.models import RemediationItem
+    from incidents.services.remediation import remediation_update
+
+    incident, _ = march
+    every = list(RemediationItem.objects.filter(incident=incident))  # the demo accepted a few already
+    titles = [s.title for s in every]
+    for start in (
+        "Add fragmentation monitoring",
+        "Dynamic KV block allocation",
+        "Change management for alert",
+    ):
+        assert any(t.startswith(start) for t in titles), (start, titles)
+    assert any("defragmenter" in t for t in titles) and any("failure drills" in t for t in titles)
+    suggestions = [s for s in every if s.suggested]
+    lead = User.objects.create_superuser("lead", "lead@example.com", "x")
+    horizons = set()
+    for item in suggestions:
+        accepted = remediation_update(
+            item=item, user=lead, via="api", body={"suggested": False, "owner": "lead"}
+        )
+        days = {"24h": 1, "1w": 7, "1m": 30}[accepted.horizon]
+        assert abs(accepted.due_at - accepted.created_at - timedelta(days=days)) < timedelta(seconds=5)
+        horizons.add(accepted.horizon)
+    assert horizons == {"24h", "1w", "1m"}
+    checked = RemediationItem.objects.filter(
+        incident=incident, title__startswith="Dynamic KV block allocation"
+    ).get()
+    assert "[7d]" in checked.check_expr and checked.source["mode"] == "kv_fragmentation"
