@@ -7,8 +7,9 @@ figure nobody could compute is `available: false` with the reason; no number is 
 
 Metric figures read range series of the incident window (onset to resolve) through the evidence
 queries (`incidents/evidence/queries.py`): Prometheus first, the local store where it has
-nothing, as evidence collection does. Counters are read as `rate()` and summed over the range
-(rate x step per point): the increase over the window. Each figure tries its candidates in order
+nothing, as evidence collection does. Counters are read as `rate()` (the rules pack's recording
+rules, already rates, as they are) and summed over the range (rate x step per point): the
+increase over the window. Each figure tries its candidates in order
 (the rules pack's recording rules, then the raw metrics of the gateway, the engine's API server,
 the engine) and keeps the first that answers, so one request is not counted twice.
 """
@@ -206,18 +207,28 @@ def _pod_matchers(scope: q.Scope) -> tuple[q.Matcher, ...] | None:
 
 
 Candidate = tuple[str, tuple[q.Matcher, ...], str]  # (metric, extra matchers, "route" | "pod")
+# The rules pack's recording rules (rules/src/*.yml) are already rates: read as they are.
+RECORDED = frozenset({
+    "llmops:gateway_upstream_rq:rate5m", "llmops:gateway_upstream_rq_code:rate5m",
+    "llmops:vllm_ttft_seconds_bucket:rate5m", "llmops:vllm_generation_tokens:rate5m",
+    "llmops:vllm_itl_seconds_bucket:rate5m", "llmops:trtllm_ttft_seconds_bucket:rate5m",
+    "llmops:trtllm_tpot_seconds_bucket:rate5m",
+})  # fmt: skip
 
 FAILED: tuple[Candidate, ...] = (
+    ("llmops:gateway_upstream_rq:rate5m", (("envoy_response_code_class", "=", "5"),), "route"),
     ("envoy_cluster_upstream_rq_xx", (("envoy_response_code_class", "=", "5"),), "route"),
     ("http_requests_total", (("status", "=~", "5.."),), "pod"),  # prometheus_fastapi_instrumentator
     ("vllm:request_success_total", (("finished_reason", "=~", "abort|error"),), "pod"),
     ("nv_inference_request_failure", (), "pod"),  # Triton
 )
 SHED: tuple[Candidate, ...] = (
+    ("llmops:gateway_upstream_rq_code:rate5m", (("envoy_response_code", "=", "429"),), "route"),
     ("envoy_cluster_upstream_rq", (("envoy_response_code", "=", "429"),), "route"),
     ("http_requests_total", (("status", "=", "429"),), "pod"),
 )
 TOKENS: tuple[Candidate, ...] = (
+    ("llmops:vllm_generation_tokens:rate5m", (), "pod"),
     ("vllm:generation_tokens_total", (), "pod"),
     ("sglang:generation_tokens_total", (), "pod"),
 )
@@ -225,6 +236,8 @@ TOKENS: tuple[Candidate, ...] = (
 
 def _query(candidate: Candidate, scope: q.Scope, kind: str = q.RATE) -> q.EvidenceQuery | None:
     metric, extra, level = candidate
+    if metric in RECORDED:
+        kind = q.GAUGE
     place = _route_matchers(scope) if level == "route" else _pod_matchers(scope)
     if place is None:
         return None
@@ -274,13 +287,18 @@ def _counted(candidates: Sequence[Candidate]) -> Callable[..., dict[str, Any]]:
 # Shares outside an objective, from histogram buckets ------------------------------------------
 
 HISTOGRAMS = {
-    "share_over_ttft_objective": ("vllm:time_to_first_token_seconds", "sglang:time_to_first_token_seconds"),
-    "share_over_tpot_objective": (
-        "vllm:time_per_output_token_seconds", "vllm:inter_token_latency_seconds",
-        "sglang:time_per_output_token_seconds",
+    "share_over_ttft_objective": (
+        "llmops:vllm_ttft_seconds_bucket:rate5m", "llmops:trtllm_ttft_seconds_bucket:rate5m",
+        "vllm:time_to_first_token_seconds_bucket", "sglang:time_to_first_token_seconds_bucket",
     ),
-    "share_over_itl_objective": ("vllm:inter_token_latency_seconds", "sglang:inter_token_latency_seconds",
-                                 "vllm:time_per_output_token_seconds"),
+    "share_over_tpot_objective": (
+        "llmops:trtllm_tpot_seconds_bucket:rate5m", "vllm:time_per_output_token_seconds_bucket",
+        "vllm:inter_token_latency_seconds_bucket", "sglang:time_per_output_token_seconds_bucket",
+    ),
+    "share_over_itl_objective": (
+        "llmops:vllm_itl_seconds_bucket:rate5m", "vllm:inter_token_latency_seconds_bucket",
+        "sglang:inter_token_latency_seconds_bucket", "vllm:time_per_output_token_seconds_bucket",
+    ),
 }  # fmt: skip
 
 
@@ -333,7 +351,7 @@ def rank_value(rank: float, buckets: list[tuple[float, float]]) -> float | None:
 
 
 def _share(key, label, unit, scope, window, objectives, reader) -> dict[str, Any]:
-    candidates = [(metric + "_bucket", (), "pod") for metric in HISTOGRAMS[key]]
+    candidates = [(metric, (), "pod") for metric in HISTOGRAMS[key]]
     query, series, source, tried = _first_answer(candidates, scope, window, reader)
     if query is None:
         return unavailable(

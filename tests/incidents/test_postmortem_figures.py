@@ -162,3 +162,18 @@ def test_nothing_is_guessed_without_any_metric(make_integration, deliver, users)
         f for f in postmortem.latest().figures if f["source"] != "incident" or f["key"] == "sli_recovery_s"
     ]
     assert metric and all(f["available"] is False and f["value"] is None and f["reason"] for f in metric)
+
+
+def test_the_rules_packs_recording_rules_are_read_before_the_raw_counters(resolved_incident, tmp_path):
+    """Where a team deployed the pack's recording rules, the figure comes from them (already rates)."""
+    start, end = ONSET - timedelta(hours=1), RESOLVED + timedelta(hours=1)
+    labels = {"envoy_cluster_name": ROUTE, "envoy_response_code_class": "5"}
+    lines = ["# TYPE llmops:gateway_upstream_rq:rate5m gauge"]
+    lines += gauge("llmops:gateway_upstream_rq:rate5m", labels, lambda t: 0.5, start, end)
+    path = tmp_path / "recorded.om"
+    path.write_text("\n".join(lines) + "\n# EOF\n")
+    local_series_import(path=path)
+    postmortem, _ = postmortem_draft(incident=resolved_incident, user=None, via="system")
+    failed = {f["key"]: f for f in postmortem.latest().figures}["requests_failed"]
+    assert failed["query"].startswith("llmops:gateway_upstream_rq:rate5m{") and "rate(" not in failed["query"]
+    assert failed["value"] == 0.5 * 3600  # half a request a second for the hour
