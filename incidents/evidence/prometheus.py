@@ -8,6 +8,8 @@ waiting on a dead Prometheus is worse than a gap that the next refresh fills.
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import UTC, datetime
 
 import requests
@@ -42,21 +44,13 @@ class PrometheusSource:
 
     def range(self, promql: str, start: float, end: float, step: float) -> list[RangeSeries]:
         """A range query; `start`/`end` are unix seconds (whole seconds: the client rounds them)."""
-        try:
+        with asking(self.url):
             result = self._client.custom_query_range(
                 query=promql,
                 start_time=datetime.fromtimestamp(start, UTC),
                 end_time=datetime.fromtimestamp(end, UTC),
                 step=f"{step:g}",
             )
-        except (requests.ConnectionError, requests.Timeout) as exc:
-            raise PrometheusError(
-                f"Prometheus at {self.url} is unreachable: {type(exc).__name__}", unreachable=True
-            ) from exc
-        except PrometheusApiClientException as exc:
-            raise PrometheusError(f"Prometheus at {self.url} refused the query: {str(exc)[:500]}") from exc
-        except (requests.RequestException, ValueError, KeyError, TypeError) as exc:
-            raise PrometheusError(f"Prometheus at {self.url} answered unreadably: {exc}"[:600]) from exc
         try:
             return [
                 RangeSeries(
@@ -71,16 +65,8 @@ class PrometheusSource:
 
 def instant_query(source: PrometheusSource, promql: str, at: float) -> list[tuple[dict[str, str], float]]:
     """An instant query at `at` (unix seconds): each series' labels and value. Errors as `range`."""
-    try:
+    with asking(source.url):
         result = source._client.custom_query(query=promql, params={"time": f"{at:.3f}"})
-    except (requests.ConnectionError, requests.Timeout) as exc:
-        raise PrometheusError(
-            f"Prometheus at {source.url} is unreachable: {type(exc).__name__}", unreachable=True
-        ) from exc
-    except PrometheusApiClientException as exc:
-        raise PrometheusError(f"Prometheus at {source.url} refused the query: {str(exc)[:500]}") from exc
-    except (requests.RequestException, ValueError, KeyError, TypeError) as exc:
-        raise PrometheusError(f"Prometheus at {source.url} answered unreadably: {exc}"[:600]) from exc
     try:
         out = []
         for item in result:
@@ -90,3 +76,19 @@ def instant_query(source: PrometheusSource, promql: str, at: float) -> list[tupl
         return out
     except (AttributeError, TypeError, ValueError, IndexError) as exc:
         raise PrometheusError(f"Prometheus at {source.url} answered unreadably: {exc}"[:600]) from exc
+
+
+@contextmanager
+def asking(url: str) -> Iterator[None]:
+    """The client's errors as PrometheusError: unreachable (the caller stops asking), refused (a
+    bad query) or unreadable."""
+    try:
+        yield
+    except (requests.ConnectionError, requests.Timeout) as exc:
+        raise PrometheusError(
+            f"Prometheus at {url} is unreachable: {type(exc).__name__}", unreachable=True
+        ) from exc
+    except PrometheusApiClientException as exc:
+        raise PrometheusError(f"Prometheus at {url} refused the query: {str(exc)[:500]}") from exc
+    except (requests.RequestException, ValueError, KeyError, TypeError) as exc:
+        raise PrometheusError(f"Prometheus at {url} answered unreadably: {exc}"[:600]) from exc

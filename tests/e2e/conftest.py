@@ -60,3 +60,24 @@ def screenshot(page):
 def screenshot_dir() -> Path:
     SCREENSHOTS.mkdir(parents=True, exist_ok=True)
     return SCREENSHOTS
+
+
+PASSWORD = "night shift 42"
+
+
+def person(username: str, role: str | None, *, password: str = PASSWORD):
+    """A user in a role's group (none: a viewer), who signs in with `password`."""
+    from django.contrib.auth.models import Group, User
+
+    user = User.objects.create_user(username, password=password)
+    if role:
+        user.groups.add(Group.objects.get_or_create(name=role)[0])
+    return user
+
+
+def sign_in(page, live_server, username: str, password: str = PASSWORD) -> None:
+    page.goto(live_server.url + "/accounts/login/")
+    page.fill("#id_username", username)
+    page.fill("#id_password", password)
+    page.click("button[type=submit]")
+    page.wait_for_url(live_server.url + "/")

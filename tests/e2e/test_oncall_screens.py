@@ -7,30 +7,14 @@ import json
 import re
 
 import pytest
-from django.contrib.auth.models import Group, User
 
 from incidents.models import Alert, Incident, IncidentAction
+from tests.e2e.conftest import person, sign_in
 from tests.incidents.conftest import DAY, am_alert, am_body, cascade
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
 
-PASSWORD = "night shift 42"
 PHONE = {"width": 390, "height": 844}
-
-
-def person(username: str, role: str | None) -> User:
-    user = User.objects.create_user(username, password=PASSWORD)
-    if role:
-        user.groups.add(Group.objects.get_or_create(name=role)[0])
-    return user
-
-
-def sign_in(page, live_server, username: str) -> None:
-    page.goto(live_server.url + "/accounts/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(live_server.url + "/")
 
 
 def lone_alert(name: str, starts: str, severity: str, **labels) -> bytes:
@@ -86,8 +70,8 @@ def test_keys_choose_and_acknowledge_an_incident(live_server, page, three_incide
     page.keyboard.press("j")  # the second row: the warning
     assert page.locator("tr.chosen").get_attribute("data-incident") == str(by_name["VLLMQueueHigh"].pk)
     page.keyboard.press("a")
-    page.wait_for_load_state("load")
     page.wait_for_selector(".flash")
+    page.wait_for_load_state("load")  # the new page's scripts run before its keys are pressed
     assert Incident.objects.get(pk=by_name["VLLMQueueHigh"].pk).status == "acknowledged"
     assert IncidentAction.objects.get(action="acknowledge").by.username == "oncall"
     assert page.url.startswith(live_server.url + "/")  # back on the queue, not the incident page

@@ -8,31 +8,16 @@ import json
 import re
 
 import pytest
-from django.contrib.auth.models import Group, User
 
 from incidents.models import Alert, Postmortem
 from incidents.services.incidents import incident_resolve
 from incidents.services.postmortems import postmortem_draft
+from tests.e2e.conftest import person, sign_in
 from tests.incidents.conftest import DAY, am_alert, am_body, cascade
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
 
-PASSWORD = "night shift 42"
 HOSTILE_NAME = 'KVBlocks<img src=x onerror="alert(9)">'
-
-
-def person(username: str, role: str) -> User:
-    user = User.objects.create_user(username, password=PASSWORD)
-    user.groups.add(Group.objects.get_or_create(name=role)[0])
-    return user
-
-
-def sign_in(page, live_server, username: str) -> None:
-    page.goto(live_server.url + "/accounts/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(live_server.url + "/")
 
 
 @pytest.fixture

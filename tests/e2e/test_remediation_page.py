@@ -10,11 +10,10 @@ from django.contrib.auth.models import Group, User
 
 from incidents.models import Incident, RemediationItem
 from incidents.services.remediation import remediation_create
+from tests.e2e.conftest import PASSWORD, sign_in
 from tests.evidence.conftest import prometheus_backfilled_with
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db(transaction=True)]
-
-PASSWORD = "night shift 42"
 
 
 @pytest.fixture
@@ -27,14 +26,6 @@ def prometheus(tmp_path):
     ]
     (tmp_path / "h.om").write_text("\n".join(lines) + "\n# EOF\n")
     yield from prometheus_backfilled_with(tmp_path / "h.om", tmp_path)
-
-
-def sign_in(page, live_server, username: str) -> None:
-    page.goto(live_server.url + "/accounts/login/")
-    page.fill("#id_username", username)
-    page.fill("#id_password", PASSWORD)
-    page.click("button[type=submit]")
-    page.wait_for_url(live_server.url + "/")
 
 
 def test_accept_own_finish_and_verify_an_item(live_server, page, prometheus, settings, screenshot):

@@ -108,11 +108,13 @@ def users(db):
 
 @pytest.fixture
 def api(client):
+    """The API as one person: GET, or any other method with a JSON body."""
+
     def call(user, method: str, path: str, body=None):
         client.force_login(user)
         if method == "get":
             return client.get(path)
-        return client.post(path, json.dumps(body), content_type="application/json")
+        return getattr(client, method)(path, json.dumps(body), content_type="application/json")
 
     return call
 

@@ -18,19 +18,6 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def api(client):
-    """The API as one person: GET, POST and PATCH with JSON bodies."""
-
-    def call(user, method: str, path: str, body=None):
-        client.force_login(user)
-        if method == "get":
-            return client.get(path)
-        return getattr(client, method)(path, json.dumps(body), content_type="application/json")
-
-    return call
-
-
-@pytest.fixture
 def incident(make_integration, deliver):
     integration = make_integration()
     for alert in cascade():

@@ -23,17 +23,6 @@ pytestmark = pytest.mark.django_db
 
 
 @pytest.fixture
-def api(client):
-    def call(user, method: str, path: str, body=None):
-        client.force_login(user)
-        if method == "get":
-            return client.get(path)
-        return getattr(client, method)(path, json.dumps(body), content_type="application/json")
-
-    return call
-
-
-@pytest.fixture
 def incident():
     return Incident.objects.create(
         title="frag",
