@@ -39,6 +39,12 @@ def query(filters: QueueFilters, change: str) -> str:
 
 
 @register.filter
+def words(name: str) -> str:
+    """'in_progress' -> 'in progress', 'direct_cause' -> 'direct cause'."""
+    return str(name).replace("_", " ")
+
+
+@register.filter
 def split_words(text: str) -> list[str]:
     return text.split()
 
