@@ -21,16 +21,16 @@ from incidents.markdown import markdown_html
 from incidents.models import AuditRecord, Incident, Postmortem, PostmortemComment, PostmortemRevision
 from incidents.postmortems.diff import revision_diff
 from incidents.postmortems.export import postmortem_payload, shown_revision
+from incidents.postmortems.policy import due_at
 from incidents.services.errors import RootlineError
 from incidents.services.postmortem_authoring import postmortem_comment_add
 from incidents.services.postmortems import (
     MAX_SECTION,
-    due_at,
     postmortem_act,
-    postmortem_draft,
     postmortem_of,
     postmortem_save,
 )
+from incidents.services.remediation import postmortem_draft_suggesting
 from incidents.services.roles import acting_user, has_role
 from incidents.timeline import incident_evidence
 
@@ -87,7 +87,7 @@ def postmortem_act_form(request: HttpRequest, incident_id: int) -> HttpResponse:
     user = acting_user(request.user)
     try:
         if action == "draft":
-            _, created = postmortem_draft(incident=incident, user=user, via=AuditRecord.Via.PAGE)
+            _, created = postmortem_draft_suggesting(incident=incident, user=user, via=AuditRecord.Via.PAGE)
             messages.success(request, "postmortem drafted from facts" if created else "it already had one")
         else:
             postmortem = postmortem_of(incident)

@@ -33,9 +33,9 @@ from incidents import chain_drawing, queue
 from incidents.catalog import catalog as app_catalog
 from incidents.models import Alert, Delivery, Incident, Postmortem, RootCandidate
 from incidents.models.ingest import place_expression
+from incidents.postmortems.policy import needs_postmortem
 from incidents.queue import QueueFilters
 from incidents.runbooks import runbook_href
-from incidents.services.postmortems import needs_postmortem
 
 
 def home_page(*, limit: int = 50) -> dict:

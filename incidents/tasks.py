@@ -13,7 +13,7 @@ from incidents.models import AuditRecord, Incident
 from incidents.services import correlation, remediation
 from incidents.services.evidence import evidence_collect
 from incidents.services.postmortem_authoring import postmortems_refresh_for
-from incidents.services.postmortems import postmortem_draft, postmortems_due_on_resolve
+from incidents.services.postmortems import postmortems_due_on_resolve
 from incidents.services.remediation_webhook import WebhookRefused, remediation_webhook_send
 
 
@@ -119,7 +119,7 @@ def draft_postmortems(incident_ids: list[int]) -> None:
     for incident_id in postmortems_due_on_resolve(incident_ids):
         incident = Incident.objects.filter(pk=incident_id).first()
         if incident is not None:
-            postmortem_draft(incident=incident, user=None, via=AuditRecord.Via.SYSTEM)
+            remediation.postmortem_draft_suggesting(incident=incident, user=None, via=AuditRecord.Via.SYSTEM)
 
 
 @shared_task(name="incidents.collect_evidence_each", ignore_result=True)

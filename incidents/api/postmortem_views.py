@@ -19,7 +19,8 @@ from incidents.models import AuditRecord, Incident, Postmortem, PostmortemRevisi
 from incidents.postmortems.export import postmortem_payload, revision_markdown, shown_revision
 from incidents.services.errors import RootlineError
 from incidents.services.postmortems import ACTIONS as POSTMORTEM_ACTIONS
-from incidents.services.postmortems import postmortem_act, postmortem_draft, postmortem_of, postmortem_save
+from incidents.services.postmortems import postmortem_act, postmortem_of, postmortem_save
+from incidents.services.remediation import postmortem_draft_suggesting
 from incidents.services.roles import acting_user
 
 
@@ -111,7 +112,7 @@ class IncidentPostmortem(ApiErrors, APIView):
     def post(self, request: Request, incident_id: int) -> Response:
         incident = incident_or_404(incident_id)
         try:
-            postmortem, created = postmortem_draft(
+            postmortem, created = postmortem_draft_suggesting(
                 incident=incident, user=acting_user(request.user), via=AuditRecord.Via.API
             )
         except RootlineError as exc:

@@ -5,7 +5,7 @@ from __future__ import annotations
 from typing import Any
 
 from incidents.models import Postmortem, PostmortemRevision
-from incidents.services.postmortems import due_at
+from incidents.postmortems.policy import due_at
 
 
 def revision_markdown(revision: PostmortemRevision) -> str:

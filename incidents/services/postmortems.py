@@ -5,7 +5,6 @@ author and time; a published revision is never changed. Each writes its audit re
 from __future__ import annotations
 
 from collections.abc import Sequence
-from datetime import datetime, timedelta
 from typing import Any
 
 from django.conf import settings
@@ -15,27 +14,12 @@ from django.utils import timezone
 
 from incidents.models import Incident, Postmortem, PostmortemRevision
 from incidents.postmortems.draft import draft_sections, gather_facts
+from incidents.postmortems.policy import needs_postmortem
 from incidents.services.audit import audit_record
 from incidents.services.errors import conflict, forbidden, invalid, not_found
 from incidents.services.roles import has_role, require_role
 
-SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
 MAX_SECTION = 200_000  # characters of Markdown one section holds
-
-
-def needs_postmortem(incident: Incident) -> bool:
-    """Whether the policy asks for one: the incident is at or above ROOTLINE_POSTMORTEM_SEVERITY."""
-    return SEVERITY_RANK.get(incident.severity, 0) >= SEVERITY_RANK[settings.POSTMORTEM_SEVERITY]
-
-
-def due_at(postmortem: Postmortem, incidents: Sequence[Incident] | None = None) -> datetime | None:
-    """The first covered incident's resolve time + ROOTLINE_POSTMORTEM_DUE_DAYS, for incidents the
-    policy covers; None otherwise (or while unresolved)."""
-    covered = [
-        i for i in (incidents if incidents is not None else postmortem.incidents.all()) if needs_postmortem(i)
-    ]
-    resolved = [i.resolved_at for i in covered if i.resolved_at]
-    return min(resolved) + timedelta(days=settings.POSTMORTEM_DUE_DAYS) if resolved else None
 
 
 def postmortem_of(incident: Incident) -> Postmortem | None:
@@ -70,9 +54,6 @@ def postmortem_draft(*, incident: Incident, user: User | None, via: str) -> tupl
         audit_record(
             by=user, via=via, target=postmortem, action="draft", field="status", old=None, new="draft"
         )
-    from incidents.services.remediation import remediation_suggest  # remediation imports this module
-
-    remediation_suggest(postmortem_id=postmortem.pk, incident=incident)
     return postmortem, True
 
 

@@ -19,10 +19,12 @@ from correlate.catalog import CatalogError, parse_duration
 from correlate.ingest.common import FieldError, parse_time
 from incidents import flow
 from incidents.evidence.prometheus import PrometheusError, PrometheusSource, instant_query
-from incidents.models import Incident, RemediationItem
+from incidents.models import Incident, Postmortem, RemediationItem
+from incidents.selectors import seen_before
 from incidents.services.audit import audit_record
 from incidents.services.errors import forbidden, invalid
 from incidents.services.postmortem_authoring import postmortem_refresh_remediation
+from incidents.services.postmortems import postmortem_draft
 from incidents.services.roles import has_role, require_role
 
 Status = RemediationItem.Status
@@ -397,8 +399,6 @@ def _tell_owner(item: RemediationItem, state: str) -> bool:
 def remediation_note_recurrence(*, incident: Incident) -> list[int]:
     """A new incident whose chain signature matches an earlier incident's, on the same deployment or
     model: that incident's items record it in `recurred`. Their ids."""
-    from incidents.selectors import seen_before
-
     noted = []
     for earlier in seen_before(incident):
         for item in RemediationItem.objects.filter(incident=earlier).exclude(status=Status.WONT_DO):
@@ -413,6 +413,17 @@ def remediation_note_recurrence(*, incident: Incident) -> list[int]:
 
 
 # Suggestions from the catalog ------------------------------------------------------------------
+
+
+def postmortem_draft_suggesting(
+    *, incident: Incident, user: User | None, via: str
+) -> tuple[Postmortem, bool]:
+    """`postmortem_draft`, and a new draft's remediation suggestions from its matrix: what the
+    pages, the API, the task and the demo call when a postmortem is started."""
+    postmortem, created = postmortem_draft(incident=incident, user=user, via=via)
+    if created:
+        remediation_suggest(postmortem_id=postmortem.pk, incident=incident)
+    return postmortem, created
 
 
 def remediation_suggest(*, postmortem_id: int, incident: Incident) -> list[RemediationItem]:

@@ -27,8 +27,8 @@ from incidents.services.correlation import correlation_rebuild
 from incidents.services.errors import RootlineError
 from incidents.services.evidence import evidence_collect, incidents_overlapping
 from incidents.services.local_series import local_series_import
-from incidents.services.postmortems import needs_postmortem, postmortem_act, postmortem_draft
-from incidents.services.remediation import remediation_judge, remediation_update
+from incidents.services.postmortems import needs_postmortem, postmortem_act
+from incidents.services.remediation import postmortem_draft_suggesting, remediation_judge, remediation_update
 from incidents.services.roles import admin_ensure
 
 DEMO_SEED = 7
@@ -108,7 +108,9 @@ def demo_postmortems(username: str) -> int:
     drafted = []
     for incident in due:
         if needs_postmortem(incident):
-            postmortem, _ = postmortem_draft(incident=incident, user=None, via=AuditRecord.Via.IMPORT)
+            postmortem, _ = postmortem_draft_suggesting(
+                incident=incident, user=None, via=AuditRecord.Via.IMPORT
+            )
             drafted.append(postmortem)
     if drafted and drafted[0].status == Postmortem.Status.DRAFT:
         for action in ("submit", "approve", "publish"):
