@@ -42,6 +42,20 @@ class PrometheusSource:
     def close(self) -> None:
         self._client.close()
 
+    def instant(self, promql: str, at: float) -> list[tuple[dict[str, str], float]]:
+        """An instant query at `at` (unix seconds): each series' labels and value. Errors as `range`."""
+        with asking(self.url):
+            result = self._client.custom_query(query=promql, params={"time": f"{at:.3f}"})
+        try:
+            out = []
+            for item in result:
+                labels = {k: v for k, v in item.get("metric", {}).items() if k != "__name__"}
+                value = item.get("value") or [at, "nan"]
+                out.append((labels, float(value[1])))
+            return out
+        except (AttributeError, TypeError, ValueError, IndexError) as exc:
+            raise PrometheusError(f"Prometheus at {self.url} answered unreadably: {exc}"[:600]) from exc
+
     def range(self, promql: str, start: float, end: float, step: float) -> list[RangeSeries]:
         """A range query; `start`/`end` are unix seconds (whole seconds: the client rounds them)."""
         with asking(self.url):
@@ -61,21 +75,6 @@ class PrometheusSource:
             ]
         except (AttributeError, TypeError, ValueError) as exc:
             raise PrometheusError(f"Prometheus at {self.url} answered unreadably: {exc}"[:600]) from exc
-
-
-def instant_query(source: PrometheusSource, promql: str, at: float) -> list[tuple[dict[str, str], float]]:
-    """An instant query at `at` (unix seconds): each series' labels and value. Errors as `range`."""
-    with asking(source.url):
-        result = source._client.custom_query(query=promql, params={"time": f"{at:.3f}"})
-    try:
-        out = []
-        for item in result:
-            labels = {k: v for k, v in item.get("metric", {}).items() if k != "__name__"}
-            value = item.get("value") or [at, "nan"]
-            out.append((labels, float(value[1])))
-        return out
-    except (AttributeError, TypeError, ValueError, IndexError) as exc:
-        raise PrometheusError(f"Prometheus at {source.url} answered unreadably: {exc}"[:600]) from exc
 
 
 @contextmanager

@@ -21,7 +21,7 @@ from correlate.timeline import Durations, Item
 from incidents.evidence import queries
 from incidents.models import Alert, Incident
 from incidents.postmortems import figures as figs
-from incidents.postmortems.template import fill, load_template
+from incidents.postmortems.template import PLACEHOLDER, fill, load_template
 from incidents.slo import objectives_for
 from incidents.timeline import Evidence, incident_evidence, incident_matrix
 
@@ -78,7 +78,7 @@ def draft_sections(facts: Facts, template_path: str | None = None) -> list[dict[
     values = placeholder_values(facts)
     out = []
     for section in load_template(template_path):
-        used = sorted(name for name in values if "{{" in section.body and _names(section.body, name))
+        used = sorted({found.group(1) for found in PLACEHOLDER.finditer(section.body)} & set(values))
         out.append(
             {
                 "key": section.key,
@@ -91,12 +91,6 @@ def draft_sections(facts: Facts, template_path: str | None = None) -> list[dict[
             }
         )
     return out
-
-
-def _names(body: str, name: str) -> bool:
-    from incidents.postmortems.template import PLACEHOLDER
-
-    return any(found.group(1) == name for found in PLACEHOLDER.finditer(body))
 
 
 def placeholder_values(facts: Facts) -> dict[str, str]:

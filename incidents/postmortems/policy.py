@@ -10,8 +10,9 @@ from datetime import datetime, timedelta
 from django.conf import settings
 
 from incidents.models import Incident, Postmortem
+from incidents.services.correlation.sync import SEVERITY_ORDER
 
-SEVERITY_RANK = {"info": 0, "warning": 1, "critical": 2}
+SEVERITY_RANK = {level: rank for rank, level in enumerate(SEVERITY_ORDER)}
 
 
 def needs_postmortem(incident: Incident) -> bool:

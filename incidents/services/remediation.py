@@ -18,7 +18,7 @@ from django.utils import timezone
 from correlate.catalog import CatalogError, parse_duration
 from correlate.ingest.common import FieldError, parse_time
 from incidents import flow
-from incidents.evidence.prometheus import PrometheusError, PrometheusSource, instant_query
+from incidents.evidence.prometheus import PrometheusError, PrometheusSource
 from incidents.models import Incident, Postmortem, RemediationItem
 from incidents.selectors import seen_before
 from incidents.services.audit import audit_record
@@ -318,7 +318,7 @@ def evaluate(promql: str, now: datetime) -> dict[str, Any]:
         return check
     source = PrometheusSource(settings.PROMETHEUS_URL)
     try:
-        found = instant_query(source, promql, now.timestamp())
+        found = source.instant(promql, now.timestamp())
     except PrometheusError as exc:
         check["reason"] = f"could not check: {exc}"
         return check
@@ -434,9 +434,6 @@ def remediation_suggest(*, postmortem_id: int, incident: Incident) -> list[Remed
     from incidents.timeline import incident_matrix
 
     catalog = app_catalog()
-    templates = getattr(catalog, "remediations_for", None)
-    if templates is None:
-        return []
     said = {(row["layer"], column) for row in incident_matrix(incident) for column in ("direct_cause",
             "system_defect", "process_gap") if (row.get(column) or {}).get("text")}  # fmt: skip
     taken = set(RemediationItem.objects.filter(incident=incident).values_list("title", flat=True))
@@ -446,7 +443,7 @@ def remediation_suggest(*, postmortem_id: int, incident: Incident) -> list[Remed
         for column in ("direct_cause", "system_defect", "process_gap"):
             if (layer, column) not in said and (column != "process_gap" or ("process", column) not in said):
                 continue
-            for template in templates(mode, column):
+            for template in catalog.remediations_for(mode, column):
                 if template.title in taken:
                     continue
                 taken.add(template.title)
