@@ -49,3 +49,9 @@ def safe_href(url: str) -> str | None:
     ):
         return url
     return None
+
+
+def markdown_escaped(text: object) -> str:
+    """Text a sender wrote, safe inside Markdown: no markup of its own survives (the renderer
+    escapes HTML; this keeps `[`, `*`, `|` and backticks from making links, emphasis or cells)."""
+    return "".join("\\" + c if c in "\\`*_{}[]()#+!|<>" else c for c in str(text)).replace("\n", " ")

@@ -6,11 +6,13 @@ import requests
 from celery import shared_task
 from django.core.cache import cache
 from django.db import DatabaseError
+from django.utils import timezone
 
 from incidents import flow, replay, services
 from incidents.flow import evidence_collect_now
 from incidents.models import AuditRecord, Incident
-from incidents.services import correlation, remediation
+from incidents.review.weeks import Week
+from incidents.services import correlation, remediation, review
 from incidents.services.evidence import evidence_collect
 from incidents.services.postmortem_authoring import postmortems_refresh_for
 from incidents.services.postmortems import postmortems_due_on_resolve
@@ -142,6 +144,18 @@ def remediation_check() -> None:
 def remediation_remind() -> None:
     """Owners of items due within 24 hours or overdue told, once per state change."""
     remediation.remediation_remind()
+
+
+@shared_task(name="incidents.review_freeze", ignore_result=True)
+def review_freeze() -> None:
+    """The week that just closed, frozen once (a second run keeps the first freeze)."""
+    review.review_freeze(week=Week.last_complete(timezone.now()))
+
+
+@shared_task(name="incidents.review_digest", ignore_result=True)
+def review_digest() -> None:
+    """The closed week's digest mailed, once."""
+    review.review_digest(week=Week.last_complete(timezone.now()), again=False)
 
 
 @shared_task(

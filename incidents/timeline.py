@@ -14,7 +14,7 @@ from django.utils import timezone
 
 from correlate.catalog import Band
 from correlate.matrix import COLUMNS, Row, suggest_matrix
-from correlate.series import Crossing, Hysteresis, Series, all_crossings, banded
+from correlate.series import RED, Crossing, Hysteresis, Series, all_crossings, banded
 from correlate.timeline import ActionFact, AlertFact, Durations, Item, build_timeline, durations
 from incidents.catalog import catalog
 from incidents.evidence.points import finite, unpack_points
@@ -138,6 +138,13 @@ def incident_evidence(incident: Incident, *, hysteresis: Hysteresis = DEFAULT_HY
         actions=actions,
         gaps=list(EvidenceGap.objects.filter(incident=incident).order_by("since", "signal")),
     )
+
+
+def first_red_crossing(incident_id: int, *, hysteresis: Hysteresis = DEFAULT_HYSTERESIS) -> datetime | None:
+    """When the incident's evidence first crossed into red (worsening), as its durations read it."""
+    series = [series_of(row) for row in EvidenceSeries.objects.filter(incident_id=incident_id)]
+    reds = [c.at for c in all_crossings(series, catalog().bands, hysteresis) if c.to == RED and c.worse]
+    return min(reds, default=None)
 
 
 def incident_timeline(incident: Incident) -> list[dict[str, Any]]:

@@ -12,6 +12,7 @@ from pathlib import Path
 
 import dj_database_url
 import dj_email_url
+from celery.schedules import crontab
 from django.core.exceptions import ImproperlyConfigured
 
 BASE_DIR = Path(__file__).resolve().parent.parent
@@ -98,6 +99,15 @@ if _EMAIL_URL:
 else:
     EMAIL_BACKEND = "django.core.mail.backends.console.EmailBackend"
 DEFAULT_FROM_EMAIL = os.environ.get("ROOTLINE_EMAIL_FROM", "rootline@localhost")
+# The weekly review's Monday digest goes to these (comma-separated); none: no digest is mailed.
+REVIEW_RECIPIENTS = [
+    address.strip()
+    for address in os.environ.get("ROOTLINE_REVIEW_RECIPIENTS", "").split(",")
+    if address.strip()
+]
+# A warning judged a false positive counts as ignored when its incident (or one on the same scope)
+# had another alert within this many hours after it (incidents/review/alert_figures.py).
+REVIEW_IGNORED_HOURS = env_whole("ROOTLINE_REVIEW_IGNORED_HOURS", 6, 1, 168, "hours")
 # An issue tracker's automation hears of every remediation item created or changed.
 REMEDIATION_WEBHOOK_URL = os.environ.get("ROOTLINE_REMEDIATION_WEBHOOK_URL", "") or None
 REMEDIATION_WEBHOOK_SECRET = os.environ.get("ROOTLINE_REMEDIATION_WEBHOOK_SECRET", "")
@@ -285,6 +295,16 @@ CORRELATION_RANK_EVERY_SECONDS = (
 # before import_alerts) expires, naming them, and is no longer retried (incidents/replay.py).
 PENDING_ACTION_TTL_HOURS = env_whole("ROOTLINE_PENDING_ACTION_TTL_HOURS", 24, 1, 8760, "hours")
 CELERY_BEAT_SCHEDULE = {
+    # Mondays 00:30 UTC: the week that just closed is frozen (its objectives read while Prometheus
+    # still holds them); 07:00 UTC, its digest is mailed to ROOTLINE_REVIEW_RECIPIENTS.
+    "review-freeze": {
+        "task": "incidents.review_freeze",
+        "schedule": crontab(minute=30, hour=0, day_of_week="mon"),
+    },
+    "review-digest": {
+        "task": "incidents.review_digest",
+        "schedule": crontab(minute=0, hour=7, day_of_week="mon"),
+    },
     # Every 5 minutes: remediation items done (or verified) are checked against their data; their
     # owners hear of deadlines within 24 hours, of overdue items and of regressions, once a change.
     "remediation-check": {"task": "incidents.remediation_check", "schedule": 300.0},

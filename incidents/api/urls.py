@@ -1,6 +1,13 @@
 from django.urls import path
 
-from incidents.api import audit_views, evidence_views, postmortem_views, remediation_views, views
+from incidents.api import (
+    audit_views,
+    evidence_views,
+    postmortem_views,
+    remediation_views,
+    review_views,
+    views,
+)
 
 urlpatterns = [
     path("alerts/", views.AlertList.as_view(), name="api-alerts"),
@@ -57,6 +64,9 @@ urlpatterns = [
         remediation_views.RemediationCheck.as_view(),
         name="api-remediation-check",
     ),
+    path("review/", review_views.ReviewJson.as_view(), name="api-review"),
+    path("review.md", review_views.ReviewMarkdown.as_view(), name="api-review-md"),
+    path("review.csv", review_views.ReviewCsv.as_view(), name="api-review-csv"),
     path("audit/", audit_views.AuditList.as_view(), name="api-audit"),
     path("schema/", views.SchemaView.as_view(), name="api-schema"),
 ]

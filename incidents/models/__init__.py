@@ -28,6 +28,7 @@ from incidents.models.ingest import (
 from incidents.models.people import Profile
 from incidents.models.postmortems import Postmortem, PostmortemComment, PostmortemRevision
 from incidents.models.remediation import RemediationItem
+from incidents.models.review import ReviewWeek
 
 __all__ = [
     "Alert",
@@ -52,6 +53,7 @@ __all__ = [
     "PostmortemRevision",
     "Profile",
     "RemediationItem",
+    "ReviewWeek",
     "RootCandidate",
     "place_named",
     "storable_id",

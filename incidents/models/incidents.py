@@ -77,6 +77,12 @@ class Incident(models.Model):
         default="",
         help_text="its chain's distinct layer:failure_mode pairs in causal order (incidents/signatures.py)",
     )
+    first_red_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="its evidence's first crossing into red, kept by evidence collection: with its first "
+        "alert, the onset its durations (and the weekly review's) are timed from",
+    )
     ranking_held = models.BooleanField(
         default=False,
         help_text="its alerts are current but its chain, root and edges wait for the next ranking "

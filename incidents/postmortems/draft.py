@@ -19,6 +19,7 @@ from django.conf import settings
 from correlate.matrix import COLUMNS
 from correlate.timeline import Durations, Item
 from incidents.evidence import queries
+from incidents.markdown import markdown_escaped as _md
 from incidents.models import Alert, Incident
 from incidents.postmortems import figures as figs
 from incidents.postmortems.template import PLACEHOLDER, fill, load_template
@@ -132,12 +133,6 @@ def _item_link(incident: Incident, kind: str, ref: object, text: str) -> str:
 def _alert_link(incident: Incident, alert: Alert | None, alert_id: int) -> str:
     name = alert.alertname if alert else f"alert {alert_id}"
     return f"[{_md(name)}]({_base()}/incidents/{incident.pk}/#alert-{alert_id})"
-
-
-def _md(text: str) -> str:
-    """Text a sender wrote, safe inside Markdown: no markup of its own survives (the renderer
-    escapes HTML; this keeps `[`, `*`, `|` and backticks from making links, emphasis or cells)."""
-    return "".join("\\" + c if c in "\\`*_{}[]()#+!|<>" else c for c in str(text)).replace("\n", " ")
 
 
 # The Impact section -------------------------------------------------------------------------

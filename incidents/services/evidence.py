@@ -35,6 +35,7 @@ from incidents.evidence.prometheus import PrometheusError, PrometheusSource
 from incidents.flow import MIN_INTERVAL_SECONDS, evidence_pending_flag, evidence_started_key
 from incidents.models import Alert, EvidenceGap, EvidenceSeries, Incident
 from incidents.sql import advisory_xact_lock
+from incidents.timeline import first_red_crossing
 
 logger = logging.getLogger(__name__)
 
@@ -126,7 +127,15 @@ def evidence_collect(*, incident_id: int, now: datetime | None = None) -> Collec
             incident_id, skipped="no scope: no pod, model, node or volume in the alerts' labels"
         )
     answers = fetch(plan, window)
-    return persist(incident_id, answers, window, now)
+    result = persist(incident_id, answers, window, now)
+    first_red_at_refresh(incident_id)
+    return result
+
+
+def first_red_at_refresh(incident_id: int) -> None:
+    """Keep the incident's `first_red_at` (its durations' onset, read by the weekly review in one
+    query for a week of incidents) true to the evidence just written."""
+    Incident.objects.filter(pk=incident_id).update(first_red_at=first_red_crossing(incident_id))
 
 
 def evidence_modes(incident: Incident, alerts: list[Alert]) -> list[str]:

@@ -9,6 +9,8 @@ from django.conf import settings
 from incidents import flow
 
 PINNED = {
+    "incidents.review_freeze",
+    "incidents.review_digest",
     "incidents.process_delivery",
     "incidents.process_pending_deliveries",
     "incidents.requeue_stale_deliveries",

@@ -1,0 +1,190 @@
+"""What the week's alerts say about the rules: warnings waved off before trouble, rules that
+fire without ever being part of an incident, and alerts that page with no runbook.
+
+- An ignored warning is an alert judged a false positive that fired at most
+  `ROOTLINE_REVIEW_IGNORED_HOURS` (default 6) before a later alert of an incident of the week on
+  the same scope (its own incident, or one on the same cluster sharing its deployment, model,
+  namespace or node): the March lesson, the fragmentation alert waved off before the OOMs.
+- A firing belongs to an incident when correlation put it in one with other alerts and it was
+  not judged a false positive; a rule that fired alone every time is never in one.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from datetime import datetime, timedelta
+from typing import Any
+
+from django.conf import settings
+from django.db.models import Count, Q
+
+from correlate.scope import scope_of
+from incidents.markdown import safe_href
+from incidents.models import Alert, IncidentAction
+from incidents.review.incident_figures import WeekIncident
+from incidents.runbooks import runbook_file
+
+NOISY_SHOWN = 25
+NO_RUNBOOK_SHOWN = 50
+SCOPE_KEYS = ("deployment", "model", "namespace", "node")
+
+
+def ignored_window() -> timedelta:
+    return timedelta(hours=settings.REVIEW_IGNORED_HOURS)
+
+
+def ignored_warnings(incidents: list[WeekIncident], start: datetime, end: datetime) -> list[dict[str, Any]]:
+    if not incidents:
+        return []
+    window = ignored_window()
+    judged = list(
+        Alert.objects.filter(
+            false_positive=True,
+            starts_at__gte=start - window,
+            starts_at__lt=max(i.started_at for i in incidents) + window,
+        )
+        .exclude(kind=Alert.Kind.CHANGE)
+        .values(
+            "id",
+            "alertname",
+            "starts_at",
+            "labels",
+            "incident_id",
+            "correlation_key",
+            "layer",
+            "failure_mode",
+        )
+    )
+    if not judged:
+        return []
+    by_id = {i.id: i for i in incidents}
+    later = later_alerts([i.id for i in incidents])
+    judgements = judgement_of([row["id"] for row in judged])
+    found = []
+    for row in judged:
+        place = scope_of(row["labels"] or {})
+        for incident in incidents:
+            if not (row["incident_id"] == incident.id or same_scope(place, row["correlation_key"], incident)):
+                continue
+            followed = [
+                (at, name) for at, name, alert_id in later.get(incident.id, [])
+                if alert_id != row["id"] and row["starts_at"] < at <= row["starts_at"] + window
+            ]  # fmt: skip
+            if not followed:
+                continue
+            at, name = followed[0]
+            by, judged_at = judgements.get(row["id"], (None, None))
+            found.append(
+                {
+                    "alert_id": row["id"],
+                    "alertname": row["alertname"],
+                    "starts_at": row["starts_at"],
+                    "layer": row["layer"],
+                    "failure_mode": row["failure_mode"],
+                    "judged_by": by,
+                    "judged_at": judged_at,
+                    "incident": by_id[incident.id].link(),
+                    "followed_by": name,
+                    "lead_s": round((at - row["starts_at"]).total_seconds(), 3),
+                }
+            )
+    return sorted(found, key=lambda item: (item["starts_at"], item["alert_id"], item["incident"]["id"]))
+
+
+def same_scope(place: Any, cluster: str, incident: WeekIncident) -> bool:
+    if incident.cluster not in (cluster, "unknown") and cluster:
+        return False
+    mine = {
+        "deployment": place.deployment,
+        "model": place.model,
+        "namespace": place.namespace,
+        "node": place.node,
+    }
+    return any(mine[key] and incident.scope.get(key) == mine[key] for key in SCOPE_KEYS)
+
+
+def later_alerts(incident_ids: list[int]) -> dict[int, list[tuple[datetime, str, int]]]:
+    """Each incident's alerts not judged false positives, oldest first."""
+    out: dict[int, list[tuple[datetime, str, int]]] = defaultdict(list)
+    rows = (
+        Alert.objects.filter(incident_id__in=incident_ids, false_positive=False)
+        .exclude(kind=Alert.Kind.CHANGE)
+        .order_by("starts_at", "id")
+        .values_list("incident_id", "starts_at", "alertname", "id")
+    )
+    for incident_id, at, name, alert_id in rows:
+        out[incident_id].append((at, name, alert_id))
+    return out
+
+
+def judgement_of(alert_ids: list[int]) -> dict[int, tuple[str | None, datetime]]:
+    """Who judged each alert a false positive, and when (the first such action)."""
+    out: dict[int, tuple[str | None, datetime]] = {}
+    for alert_id, by, at in (
+        IncidentAction.objects.filter(action="false_positive", alert_id__in=alert_ids)
+        .order_by("at", "id")
+        .values_list("alert_id", "by__username", "at")
+    ):
+        out.setdefault(alert_id, (by, at))
+    return out
+
+
+def noisy_rules(start: datetime, end: datetime) -> list[dict[str, Any]]:
+    """Per alert name: firings in the week, the share in an incident, never in one; the rules
+    that least often belonged to an incident first, then the most frequent."""
+    sizes = (
+        Alert.objects.filter(incident_id__isnull=False, starts_at__gte=start, starts_at__lt=end)
+        .values("incident_id")
+        .annotate(size=Count("id"))
+    )
+    big = {row["incident_id"] for row in sizes if row["size"] > 1}
+    per_name: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for name, incident_id, false_positive, firings in (
+        Alert.objects.filter(starts_at__gte=start, starts_at__lt=end, kind=Alert.Kind.ALERT)
+        .values_list("alertname", "incident_id", "false_positive")
+        .annotate(firings=Count("id"))
+    ):
+        counts = per_name[name or "(unnamed)"]
+        counts[0] += firings
+        if incident_id in big and not false_positive:
+            counts[1] += firings
+        if false_positive:
+            counts[2] += firings
+    rows: list[dict[str, Any]] = [
+        {
+            "alertname": name,
+            "firings": firings,
+            "in_incident": in_incident,
+            "in_incident_share": round(in_incident / firings, 4),
+            "never_in_incident": in_incident == 0,
+            "judged_false_positive": judged,
+        }
+        for name, (firings, in_incident, judged) in per_name.items()
+    ]
+    rows.sort(key=lambda r: (float(r["in_incident_share"]), -int(r["firings"]), str(r["alertname"])))
+    return [row for row in rows if float(row["in_incident_share"]) < 1][:NOISY_SHOWN]
+
+
+def without_runbook(start: datetime, end: datetime) -> list[dict[str, Any]]:
+    """Alert names that fired in the week with no runbook: none in the pack, none of their own."""
+    names = dict(
+        Alert.objects.filter(starts_at__gte=start, starts_at__lt=end, kind=Alert.Kind.ALERT)
+        .values_list("alertname")
+        .annotate(firings=Count("id"))
+        .values_list("alertname", "firings")
+    )
+    missing = {name: n for name, n in names.items() if name and runbook_file(name) is None}
+    if not missing:
+        return []
+    linked: set[str] = set()
+    for name, url, other in (
+        Alert.objects.filter(starts_at__gte=start, starts_at__lt=end, alertname__in=list(missing))
+        .filter(Q(annotations__has_key="runbook_url") | Q(annotations__has_key="runbook"))
+        .values_list("alertname", "annotations__runbook_url", "annotations__runbook")
+        .distinct()
+    ):
+        own = str(url or other or "")
+        if own.startswith(("https://", "http://")) and safe_href(own):
+            linked.add(name)
+    rows = [{"alertname": name, "firings": n} for name, n in missing.items() if name not in linked]
+    return sorted(rows, key=lambda r: (-r["firings"], r["alertname"]))[:NO_RUNBOOK_SHOWN]
