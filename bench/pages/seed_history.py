@@ -255,7 +255,7 @@ INSERT INTO incidents_incident (
     id, title, status, severity, severity_by_human, correlation_key, started_at, last_alert_at,
     acknowledged_at, mitigated_at, resolved_at, resolved_by_human, reopened_by_human, assignee_id,
     degradation, scope, layers, failure_modes, root_alert_id, root_confidence, root_explanation, chain,
-    ranking_held, merged_into_id, created_at, updated_at)
+    chain_signature, ranking_held, merged_into_id, created_at, updated_at)
 SELECT p.id, left(t.headline || ' on ' || p.deployment, 500), p.status, p.severity, p.severity_by_human,
        p.cluster, a.started_at, a.last_alert_at,
        CASE WHEN p.acknowledged THEN a.started_at + make_interval(secs => p.ack_after) END,
@@ -271,7 +271,7 @@ SELECT p.id, left(t.headline || ' on ' || p.deployment, 500), p.status, p.severi
            || ' from ' || to_char(a.started_at, 'HH24:MI:SS')
            || ' explains ' || (p.size - 1) || ' of the incident''s ' || p.size || ' alerts'
            || CASE WHEN t.second_name IS NOT NULL THEN ', through ' || t.second_name ELSE '' END || '.',
-       a.chain, false, NULL, a.started_at + interval '3 seconds',
+       a.chain, t.signature, false, NULL, a.started_at + interval '3 seconds',
        coalesce(greatest(a.ended_at, a.last_alert_at) + interval '1 minute', a.last_alert_at)
 FROM plan p
 JOIN (
@@ -289,7 +289,9 @@ CROSS JOIN LATERAL (
                AS headline,
            replace(min(s.failure_mode) FILTER (WHERE s.step = 0), '_', ' ') AS label,
            replace(min(s.alertname) FILTER (WHERE s.step = 0), '{E}', p.engine_word) AS root_name,
-           replace(min(s.alertname) FILTER (WHERE s.step = 1), '{E}', p.engine_word) AS second_name
+           replace(min(s.alertname) FILTER (WHERE s.step = 1), '{E}', p.engine_word) AS second_name,
+           -- incidents/signatures.py: the chain's (layer, failure_mode) pairs in causal order
+           string_agg(s.layer || ':' || s.failure_mode, '>' ORDER BY s.step) AS signature
     FROM step s WHERE s.scenario = p.scenario AND s.step < p.steps_used
 ) t
 LEFT JOIN auth_user u ON u.username = (%(users)s::text[])[p.assignee_no]

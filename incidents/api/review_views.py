@@ -35,6 +35,8 @@ def asked_week(request: Request) -> Week:
 class ReviewJson(ApiErrors, APIView):
     """The review of an ISO week with the eight weeks before it as trend."""
 
+    query_params = frozenset({"week"})
+
     @extend_schema(parameters=[WEEK], responses={200: OpenApiTypes.OBJECT, 400: ErrorSerializer})
     def get(self, request: Request) -> Response:
         return Response(review(asked_week(request), timezone.now()))
@@ -42,6 +44,8 @@ class ReviewJson(ApiErrors, APIView):
 
 class ReviewMarkdown(ApiErrors, APIView):
     """The review as Markdown; its first heading names the ISO week."""
+
+    query_params = frozenset({"week"})
 
     @extend_schema(
         parameters=[WEEK], responses={(200, "text/markdown"): OpenApiTypes.STR, 400: ErrorSerializer}
@@ -57,6 +61,8 @@ class ReviewMarkdown(ApiErrors, APIView):
 
 class ReviewCsv(ApiErrors, APIView):
     """One table of the review as CSV (`table=`), or a zip of every table."""
+
+    query_params = frozenset({"week", "table"})
 
     @extend_schema(
         parameters=[

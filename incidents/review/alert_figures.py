@@ -58,7 +58,6 @@ def ignored_warnings(incidents: list[WeekIncident], start: datetime, end: dateti
     if not judged:
         return []
     by_id = {i.id: i for i in incidents}
-    later = later_alerts([i.id for i in incidents])
     judgements = judgement_of([row["id"] for row in judged])
     found = []
     for row in judged:
@@ -66,13 +65,10 @@ def ignored_warnings(incidents: list[WeekIncident], start: datetime, end: dateti
         for incident in incidents:
             if not (row["incident_id"] == incident.id or same_scope(place, row["correlation_key"], incident)):
                 continue
-            followed = [
-                (at, name) for at, name, alert_id in later.get(incident.id, [])
-                if alert_id != row["id"] and row["starts_at"] < at <= row["starts_at"] + window
-            ]  # fmt: skip
-            if not followed:
+            followed = next_alert(incident.id, row["id"], row["starts_at"], window)
+            if followed is None:
                 continue
-            at, name = followed[0]
+            at, name = followed
             by, judged_at = judgements.get(row["id"], (None, None))
             found.append(
                 {
@@ -91,6 +87,22 @@ def ignored_warnings(incidents: list[WeekIncident], start: datetime, end: dateti
     return sorted(found, key=lambda item: (item["starts_at"], item["alert_id"], item["incident"]["id"]))
 
 
+def next_alert(
+    incident_id: int, alert_id: int, after: datetime, window: timedelta
+) -> tuple[datetime, str] | None:
+    """The incident's first alert not judged a false positive within `window` after `after`."""
+    return (
+        Alert.objects.filter(
+            incident_id=incident_id, false_positive=False, starts_at__gt=after, starts_at__lte=after + window
+        )
+        .exclude(kind=Alert.Kind.CHANGE)
+        .exclude(pk=alert_id)
+        .order_by("starts_at", "id")
+        .values_list("starts_at", "alertname")
+        .first()
+    )
+
+
 def same_scope(place: Any, cluster: str, incident: WeekIncident) -> bool:
     if incident.cluster not in (cluster, "unknown") and cluster:
         return False
@@ -101,20 +113,6 @@ def same_scope(place: Any, cluster: str, incident: WeekIncident) -> bool:
         "node": place.node,
     }
     return any(mine[key] and incident.scope.get(key) == mine[key] for key in SCOPE_KEYS)
-
-
-def later_alerts(incident_ids: list[int]) -> dict[int, list[tuple[datetime, str, int]]]:
-    """Each incident's alerts not judged false positives, oldest first."""
-    out: dict[int, list[tuple[datetime, str, int]]] = defaultdict(list)
-    rows = (
-        Alert.objects.filter(incident_id__in=incident_ids, false_positive=False)
-        .exclude(kind=Alert.Kind.CHANGE)
-        .order_by("starts_at", "id")
-        .values_list("incident_id", "starts_at", "alertname", "id")
-    )
-    for incident_id, at, name, alert_id in rows:
-        out[incident_id].append((at, name, alert_id))
-    return out
 
 
 def judgement_of(alert_ids: list[int]) -> dict[int, tuple[str | None, datetime]]:
@@ -132,6 +130,18 @@ def judgement_of(alert_ids: list[int]) -> dict[int, tuple[str | None, datetime]]
 def noisy_rules(start: datetime, end: datetime) -> list[dict[str, Any]]:
     """Per alert name: firings in the week, the share in an incident, never in one; the rules
     that least often belonged to an incident first, then the most frequent."""
+    return noisiest(alert_names(start, end))
+
+
+def noisiest(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    rows = sorted(
+        rows, key=lambda r: (float(r["in_incident_share"]), -int(r["firings"]), str(r["alertname"]))
+    )
+    return [row for row in rows if float(row["in_incident_share"]) < 1][:NOISY_SHOWN]
+
+
+def alert_names(start: datetime, end: datetime) -> list[dict[str, Any]]:
+    """Every alert name that fired in the week, with its firings, in an incident and judged."""
     sizes = (
         Alert.objects.filter(incident_id__isnull=False, starts_at__gte=start, starts_at__lt=end)
         .values("incident_id")
@@ -161,18 +171,12 @@ def noisy_rules(start: datetime, end: datetime) -> list[dict[str, Any]]:
         }
         for name, (firings, in_incident, judged) in per_name.items()
     ]
-    rows.sort(key=lambda r: (float(r["in_incident_share"]), -int(r["firings"]), str(r["alertname"])))
-    return [row for row in rows if float(row["in_incident_share"]) < 1][:NOISY_SHOWN]
+    return rows
 
 
-def without_runbook(start: datetime, end: datetime) -> list[dict[str, Any]]:
-    """Alert names that fired in the week with no runbook: none in the pack, none of their own."""
-    names = dict(
-        Alert.objects.filter(starts_at__gte=start, starts_at__lt=end, kind=Alert.Kind.ALERT)
-        .values_list("alertname")
-        .annotate(firings=Count("id"))
-        .values_list("alertname", "firings")
-    )
+def without_runbook(start: datetime, end: datetime, names: dict[str, int]) -> list[dict[str, Any]]:
+    """Alert names that fired in the week (`names`: firings by name, as `noisy_rules` counted
+    them) with no runbook: none in the pack, none of their own."""
     missing = {name: n for name, n in names.items() if name and runbook_file(name) is None}
     if not missing:
         return []
@@ -186,5 +190,7 @@ def without_runbook(start: datetime, end: datetime) -> list[dict[str, Any]]:
         own = str(url or other or "")
         if own.startswith(("https://", "http://")) and safe_href(own):
             linked.add(name)
-    rows = [{"alertname": name, "firings": n} for name, n in missing.items() if name not in linked]
-    return sorted(rows, key=lambda r: (-r["firings"], r["alertname"]))[:NO_RUNBOOK_SHOWN]
+    bare = sorted(
+        ((n, name) for name, n in missing.items() if name not in linked), key=lambda p: (-p[0], p[1])
+    )
+    return [{"alertname": name, "firings": n} for n, name in bare[:NO_RUNBOOK_SHOWN]]

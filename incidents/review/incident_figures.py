@@ -15,7 +15,8 @@ from dataclasses import dataclass
 from datetime import datetime
 from typing import Any
 
-from django.db.models import Min
+from django.db.models import Min, Q
+from django.db.models.fields.json import KT
 
 from incidents.models import Alert, Incident
 from incidents.review.stats import counted, summary
@@ -149,18 +150,26 @@ def repeats(incidents: list[WeekIncident]) -> list[dict[str, Any]]:
     if not signed:
         return []
     earlier: dict[tuple[str, str], list[dict[str, Any]]] = defaultdict(list)
+    places = {i.place for i in signed} | {i.scope.get("model", "") for i in signed} - {""}
     rows = (
         Incident.objects.visible()
         .filter(
+            Q(scope__deployment__in=places) | Q(scope__model__in=places),
             chain_signature__in={i.signature for i in signed},
             started_at__lt=max(i.started_at for i in signed),
         )
         .order_by("-started_at", "-id")
-        .values("id", "title", "started_at", "scope", "chain_signature")
+        .values(
+            "id",
+            "title",
+            "started_at",
+            "chain_signature",
+            deployment=KT("scope__deployment"),
+            model=KT("scope__model"),
+        )
     )
     for row in rows:
-        scope = row["scope"] or {}
-        for place in {scope.get("deployment"), scope.get("model")} - {None, ""}:
+        for place in {row["deployment"], row["model"]} - {None, ""}:
             earlier[(row["chain_signature"], str(place))].append(row)
     found = []
     for incident in signed:

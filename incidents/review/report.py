@@ -61,14 +61,17 @@ def week_figures(
         figures["repeats"] = incident_figures.repeats(incidents)
         figures["noisy_rules"] = alert_figures.noisy_rules(start, end)
         return jsonable(figures)
+    names = alert_figures.alert_names(start, end)
     figures.update(
         {
             "incident_list": [incident.link() for incident in incidents],
             "repeats": incident_figures.repeats(incidents),
             "recurring_roots": incident_figures.recurring_roots(incidents, trend or []),
             "ignored_warnings": alert_figures.ignored_warnings(incidents, start, end),
-            "noisy_rules": alert_figures.noisy_rules(start, end),
-            "without_runbook": alert_figures.without_runbook(start, end),
+            "noisy_rules": alert_figures.noisiest(names),
+            "without_runbook": alert_figures.without_runbook(
+                start, end, {r["alertname"]: r["firings"] for r in names}
+            ),
             "remediation": fix_figures.remediation(start, end, as_of),
             "postmortems": fix_figures.postmortems(start, end, as_of),
         }
