@@ -11,6 +11,7 @@ from django.core.management import call_command
 from incidents.evidence.points import finite, unpack_points
 from incidents.models import EvidenceGap, EvidenceSeries
 from incidents.services.evidence import evidence_collect
+from incidents.timeline import incident_evidence
 from tests.conftest import free_port
 from tests.evidence.conftest import at, write_openmetrics
 
@@ -46,6 +47,10 @@ def test_collect_stores_the_story_from_backfilled_prometheus(backfilled_promethe
     assert fragmentation.point_count <= 1000
     crossing = first_above(fragmentation, 0.25)
     assert at(30).timestamp() <= crossing <= at(30.5).timestamp()
+    # The first red crossing, kept on the incident for the weekly review, is its durations' onset.
+    incident.refresh_from_db()
+    assert incident.first_red_at is not None and incident.first_red_at <= at(31)
+    assert incident_evidence(incident).durations().onset == min(incident.first_red_at, incident.started_at)
     assert all(v > 0.25 for t, v in points(fragmentation) if at(31).timestamp() <= t < at(60).timestamp())
     for pod in ("pod-0", "pod-1", "pod-3"):
         (other,) = series(incident, "kv_fragmentation", pod=pod)
