@@ -42,8 +42,8 @@ def recorded(tmp_path, settings):
                  lambda t: 0.1 if bad(t) else 0.0),
         # The engines' own counts are not what clients saw: read only without the gateway.
         *samples("llmops:slo_requests:rate5m", 'model_name="llama-70b",slo_source="vllm"', lambda t: 12.0),
-        *samples("llmops:slo_ttft_p99_seconds:5m", 'model_name="qwen-7b",slo_source="vllm"',
-                 lambda t: 3.0),
+        *samples("llmops:slo_request_errors:rate5m", 'model_name="llama-70b",slo_source="vllm"',
+                 lambda t: 5.0),
         "# EOF",
     ]  # fmt: skip
     path = tmp_path / "slo.om"
