@@ -23,12 +23,14 @@ from correlate.ingest.common import parse_time
 from incidents import services
 from incidents.models import Alert, AuditRecord, Delivery, Incident, Integration, Postmortem, RemediationItem
 from incidents.replay import action_line_apply
+from incidents.review.weeks import Week
 from incidents.services.correlation import correlation_rebuild
 from incidents.services.errors import RootlineError
 from incidents.services.evidence import evidence_collect, incidents_overlapping
 from incidents.services.local_series import local_series_import
 from incidents.services.postmortems import needs_postmortem, postmortem_act
 from incidents.services.remediation import postmortem_draft_suggesting, remediation_judge, remediation_update
+from incidents.services.review import review_freeze
 from incidents.services.roles import admin_ensure
 
 DEMO_SEED = 7
@@ -39,6 +41,10 @@ DEMO_SEED = 7
 # beside the morning's resolved incidents with their actions. Nothing later is loaded: no alert,
 # change, action or metric sample dated after the cut, so every status is what it was then.
 AS_OF = timedelta(hours=3, minutes=50)
+# The weekly review's trend: one of these in each of the eight weeks before the demo's day.
+HISTORY_WEEKS = 8
+HISTORY_SCENARIOS = ("frag-oom", "preemption-itl", "gpu-xid-crash", "hot-instance", "numeric-nan",
+                     "ghost-requests", "config-oom", "rollout-crashloop")  # fmt: skip
 
 
 class Command(BaseCommand):
@@ -73,6 +79,7 @@ class Command(BaseCommand):
         alerts_integration = demo_integration(Integration.Kind.ALERTMANAGER, "demo-alertmanager")
         changes_integration = demo_integration(Integration.Kind.EVENTS, "demo-changes")
         with tempfile.TemporaryDirectory(prefix="rootline-demo-") as folder, quiet_task_logs():
+            history = history_weeks(started, Path(folder), alerts_integration, changes_integration)
             simulator.simulate(scenario, start, DEMO_SEED, folder)
             replay_bodies(Path(folder) / "alerts.jsonl", alerts_integration, as_of)
             replay_bodies(Path(folder) / "changes.jsonl", changes_integration, as_of)
@@ -83,15 +90,20 @@ class Command(BaseCommand):
             settings.POSTMORTEM_AUTO_DRAFT = False  # drafted below, once the morning's metrics are in
             try:
                 applied = replay_actions(Path(folder) / "actions.jsonl", as_of)
+                for earlier in history:
+                    applied += replay_actions(earlier / "actions.jsonl", as_of)
             finally:
                 settings.POSTMORTEM_AUTO_DRAFT = True
             imported = local_series_import(path=str(samples_until(Path(folder) / "metrics.om", as_of)))
             for incident_id in incidents_overlapping(imported.start, imported.end):
                 evidence_collect(incident_id=incident_id, now=as_of)
             drafted = demo_postmortems(username)
+            frozen = freeze_closed_weeks(started, timezone.now())
         self.stdout.write(
             f"Demo scenario {scenario} from {start}, as it stood at {as_of:%Y-%m-%d %H:%M} UTC, loaded "
-            f"({applied} actions applied); {drafted} postmortem(s) drafted, the first published."
+            f"({applied} actions applied); {drafted} postmortem(s) drafted, the first published; "
+            f"{len(history)} earlier weeks of incidents for the weekly review, "
+            f"{frozen} closed week(s) frozen."
         )
         self.stdout.write(
             f"Admin login: {username} / {password}  ({options['url'].rstrip('/')}/accounts/login/)"
@@ -154,6 +166,32 @@ def demo_remediation_states(admin: User) -> None:
             if state == "regressed":
                 failed = {**held, "ok": False, "reason": "demo: condition not met"}
                 remediation_judge(item=item, outcome=failed, now=now)
+
+
+def history_weeks(started: datetime, folder: Path, alerts: Integration, changes: Integration) -> list[Path]:
+    """A smaller scenario in each of the HISTORY_WEEKS weeks before, delivered whole, so the
+    weekly review has a trend; their folders, for their actions once correlation has run."""
+    folders = []
+    for weeks_back in range(HISTORY_WEEKS, 0, -1):
+        name = HISTORY_SCENARIOS[weeks_back % len(HISTORY_SCENARIOS)]
+        start = started - timedelta(days=7 * weeks_back - weeks_back % 5, hours=4 * (weeks_back % 3))
+        week_folder = folder / f"week-{weeks_back}"
+        simulator.simulate(
+            name, start.strftime("%Y-%m-%dT%H:%M:%SZ"), DEMO_SEED + weeks_back, str(week_folder)
+        )
+        replay_bodies(week_folder / "alerts.jsonl", alerts, started)
+        replay_bodies(week_folder / "changes.jsonl", changes, started)
+        folders.append(week_folder)
+    return folders
+
+
+def freeze_closed_weeks(started: datetime, now: datetime) -> int:
+    """Each closed week with demo incidents frozen, as beat would have done each Monday."""
+    frozen = 0
+    for week in {Week.of(started - timedelta(days=7 * n)) for n in range(HISTORY_WEEKS + 2)}:
+        if week.complete(now):
+            frozen += review_freeze(week=week, now=now).created
+    return frozen
 
 
 def admin_login() -> tuple[str, str]:
