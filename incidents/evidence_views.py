@@ -24,7 +24,7 @@ from correlate.matrix import COLUMNS, band_title
 from correlate.series import Series
 from correlate.timeline import Item
 from incidents.models import Incident
-from incidents.plotly_assets import GLOBAL_STYLE_ID, PLOTLY_JS, plotly_styles
+from incidents.plotly_assets import PLOTLY_JS, plotly_page_assets, plotly_styles
 from incidents.timeline import Evidence, incident_evidence, incident_matrix
 
 BAND_COLOURS = {
@@ -214,9 +214,7 @@ def chart_context(evidence: Evidence, timeline: list[Item]) -> dict[str, Any]:
             }
             for i, figure in enumerate(evidence_figures(evidence, timeline))
         ],
-        "plotly_src": f"/assets/plotly-{plotly.__version__}.min.js",
-        "plotly_css": f"/assets/plotly-{plotly.__version__}.css",
-        "plotly_style_ids": [GLOBAL_STYLE_ID, *plotly_styles()[1]],
+        **plotly_page_assets(),
     }
 
 

@@ -44,3 +44,13 @@ def plotly_styles() -> tuple[str, tuple[str, ...]]:
 def _selector(key: str) -> str:
     """As plotly.js expands its keys: X the plot, Y the notifier, a leading comma spaced."""
     return re.sub(r"^,", " ,", key).replace("X", ".js-plotly-plot .plotly").replace("Y", ".plotly-notifier")
+
+
+def plotly_page_assets() -> dict[str, object]:
+    """What a page with charts embeds (`templates/incidents/_plotly.html`): the bundle, its
+    stylesheet and the ids of the style elements it would otherwise insert."""
+    return {
+        "plotly_src": f"/assets/plotly-{plotly.__version__}.min.js",
+        "plotly_css": f"/assets/plotly-{plotly.__version__}.css",
+        "plotly_style_ids": [GLOBAL_STYLE_ID, *plotly_styles()[1]],
+    }

@@ -3,7 +3,15 @@
 from django.contrib import admin
 from django.urls import include, path, re_path
 
-from incidents import account_views, evidence_views, postmortem_views, remediation_views, runbooks, views
+from incidents import (
+    account_views,
+    evidence_views,
+    postmortem_views,
+    remediation_views,
+    review_views,
+    runbooks,
+    views,
+)
 from incidents.api import urls as api_urls
 from incidents.api.views import no_such_route
 
@@ -59,6 +67,7 @@ urlpatterns = [
     path("postmortems/", postmortem_views.postmortem_list, name="postmortems"),
     path("remediations/", remediation_views.remediation_page, name="remediations"),
     path("remediations/<int:item_id>/act/", remediation_views.remediation_act_form, name="remediation-act"),
+    path("review/", review_views.review_page, name="review"),
     path("alerts/", views.alerts_page, name="alerts"),
     path("runbooks/<str:alertname>/", runbooks.runbook_page, name="runbook"),
     path("", views.home, name="home"),

@@ -7,6 +7,9 @@ from dataclasses import dataclass
 from datetime import UTC, date, datetime, time, timedelta
 
 _WEEK = re.compile(r"^(\d{4})-W(\d{2})$")
+# A review reads the eight weeks before its week and links the one after: years whose weeks
+# those reach are out of the calendar's range (0001, 9999) or of any fleet's (before 1970).
+YEARS = (1970, 9998)
 
 
 class BadWeek(ValueError):
@@ -24,6 +27,8 @@ class Week:
         if not found:
             raise BadWeek(f"week: expected an ISO week like 2026-W49, got {text!r}")
         year, number = int(found[1]), int(found[2])
+        if not YEARS[0] <= year <= YEARS[1]:
+            raise BadWeek(f"week: {year} is outside the years a review covers ({YEARS[0]} to {YEARS[1]})")
         try:
             date.fromisocalendar(year, number, 1)
         except ValueError:

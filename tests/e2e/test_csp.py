@@ -68,6 +68,7 @@ def test_no_page_breaks_the_content_security_policy(
         f"/incidents/{incident.pk}/postmortem/diff/",
         "/postmortems/",
         "/remediations/?tab=all",
+        "/review/",
         "/accounts/password_change/",
         "/admin/",
         "/admin/incidents/auditrecord/",

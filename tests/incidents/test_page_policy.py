@@ -36,6 +36,7 @@ def pages(incident) -> list[str]:
         f"/incidents/{incident.pk}/postmortem/diff/",
         "/postmortems/",
         "/remediations/?tab=all",
+        "/review/",
     ]
 
 
