@@ -142,24 +142,30 @@ def noisiest(rows: list[dict[str, Any]]) -> list[dict[str, Any]]:
 
 def alert_names(start: datetime, end: datetime) -> list[dict[str, Any]]:
     """Every alert name that fired in the week, with its firings, in an incident and judged."""
-    sizes = (
-        Alert.objects.filter(incident_id__isnull=False, starts_at__gte=start, starts_at__lt=end)
+    week = Q(starts_at__gte=start, starts_at__lt=end)
+    # Incidents with more than one of the week's alerts: correlation found a cascade there.
+    cascades = (
+        Alert.objects.filter(week, incident_id__isnull=False)
         .values("incident_id")
         .annotate(size=Count("id"))
+        .filter(size__gt=1)
+        .values("incident_id")
     )
-    big = {row["incident_id"] for row in sizes if row["size"] > 1}
     per_name: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
-    for name, incident_id, false_positive, firings in (
-        Alert.objects.filter(starts_at__gte=start, starts_at__lt=end, kind=Alert.Kind.ALERT)
-        .values_list("alertname", "incident_id", "false_positive")
-        .annotate(firings=Count("id"))
+    for name, firings, in_incident, judged in (
+        Alert.objects.filter(week, kind=Alert.Kind.ALERT)
+        .values("alertname")
+        .annotate(
+            firings=Count("id"),
+            in_incident=Count("id", filter=Q(false_positive=False, incident_id__in=cascades)),
+            judged=Count("id", filter=Q(false_positive=True)),
+        )
+        .values_list("alertname", "firings", "in_incident", "judged")
     ):
         counts = per_name[name or "(unnamed)"]
         counts[0] += firings
-        if incident_id in big and not false_positive:
-            counts[1] += firings
-        if false_positive:
-            counts[2] += firings
+        counts[1] += in_incident
+        counts[2] += judged
     rows: list[dict[str, Any]] = [
         {
             "alertname": name,

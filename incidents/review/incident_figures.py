@@ -199,6 +199,32 @@ def repeats(incidents: list[WeekIncident]) -> list[dict[str, Any]]:
     return found
 
 
+def repeat_count(incidents: list[WeekIncident], week_start: datetime) -> int:
+    """How many of `repeats` there are, for the trend: the (signature, place) pairs seen before
+    the week read as distinct pairs, not as every earlier incident."""
+    signed = sorted((i for i in incidents if i.signature and i.place), key=lambda i: (i.started_at, i.id))
+    if not signed:
+        return 0
+    seen: set[tuple[str, str]] = set()
+    for signature, deployment, model in (
+        Incident.objects.visible()
+        .filter(chain_signature__in={i.signature for i in signed}, started_at__lt=week_start)
+        .values_list("chain_signature", KT("scope__deployment"), KT("scope__model"))
+        .distinct()
+    ):
+        seen.update((signature, place) for place in (deployment, model) if place)
+    count = 0
+    for incident in signed:
+        mine = {
+            (incident.signature, place)
+            for place in (incident.scope.get("deployment"), incident.scope.get("model"))
+            if place
+        }
+        count += bool(mine & seen)
+        seen |= mine
+    return count
+
+
 def root_cause(incident: WeekIncident) -> str:
     return f"{incident.layer}:{incident.failure_mode}"
 

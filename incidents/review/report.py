@@ -58,7 +58,7 @@ def week_figures(
         "incidents": incident_figures.incident_counts(incidents),
     }
     if light:
-        figures["repeats"] = incident_figures.repeats(incidents)
+        figures["repeats_count"] = incident_figures.repeat_count(incidents, start)
         figures["noisy_rules"] = alert_figures.noisy_rules(start, end)
         return jsonable(figures)
     names = alert_figures.alert_names(start, end)
@@ -96,7 +96,7 @@ def trend_row(figures: dict[str, Any]) -> dict[str, Any]:
             key: incidents[key]
             for key in ("count", "by_severity", "by_failure_mode", "by_root_cause", "durations")
         },
-        "repeats": len(figures["repeats"]),
+        "repeats": figures["repeats_count"] if "repeats_count" in figures else len(figures["repeats"]),
         "noisy_rules": [
             {key: row[key] for key in ("alertname", "firings", "in_incident_share")}
             for row in figures["noisy_rules"]

@@ -126,3 +126,8 @@ def test_the_trend_is_the_eight_weeks_before(figures):
 def test_without_metrics_the_objectives_say_why(figures):
     assert figures["objectives"] == []
     assert figures["objectives_reason"]
+
+
+def test_the_trend_counts_repeats_as_the_week_lists_them(seeded, figures):
+    later = review(Week.parse(history.WEEK).shifted(1), history.NOW)["trend"]
+    assert later[-1]["week"] == history.WEEK and later[-1]["repeats"] == len(figures["repeats"]) == 1
