@@ -164,6 +164,8 @@ def _rendered_rule(rule: Mapping[str, Any], catalog: Catalog, *, where: str, bas
     if "record" in rule:
         out["record"] = rule["record"]
         out["expr"] = fill(rule["expr"]).strip()
+        if rule.get("labels"):  # constant labels the recorded series carry (e.g. `slo_source`)
+            out["labels"] = {str(k): str(v) for k, v in rule["labels"].items()}
         return out
     out["alert"] = rule["alert"]
     out["expr"] = fill(rule["expr"]).strip()

@@ -165,3 +165,39 @@ def test_preallocated_gpu_memory_is_judged_by_headroom_not_the_raw_ratio():
             assert (
                 "unless on (namespace, pod)" in rule["expr"] and "vllm:kv_cache_usage_perc" in rule["expr"]
             ), rule["alert"]
+
+
+# The weekly review reads these by name (incidents/review/objectives.py), per model and source;
+# a source records a TPOT, an ITL or an availability only where its metrics carry it.
+SLO_RECORDS = {
+    "vllm": {
+        "llmops:slo_ttft_p99_seconds:5m",
+        "llmops:slo_tpot_p99_seconds:5m",
+        "llmops:slo_itl_jitter_seconds:5m",
+        "llmops:slo_requests:rate5m",
+        "llmops:slo_request_errors:rate5m",
+    },
+    "sglang": {"llmops:slo_ttft_p99_seconds:5m", "llmops:slo_itl_jitter_seconds:5m"},
+    "trtllm": {"llmops:slo_ttft_p99_seconds:5m", "llmops:slo_tpot_p99_seconds:5m"},
+    "gateway": {"llmops:slo_requests:rate5m", "llmops:slo_request_errors:rate5m"},
+}
+
+
+def test_slo_recordings_are_per_model_and_kept_apart_by_their_source():
+    """Each group's `llmops:slo_*` series carry a constant `slo_source` (the export keeps a record's
+    labels), so one name recorded by several groups never collides, and are summed by `model_name`."""
+    found: dict[str, set[str]] = {}
+    for path in sorted(RULES_DIR.glob("*.yml")):
+        for group in yaml.safe_load(path.read_text())["groups"]:
+            for rule in group["rules"]:
+                name = rule.get("record", "")
+                if not name.startswith("llmops:slo_"):
+                    continue
+                source = (rule.get("labels") or {}).get("slo_source")
+                assert source, f"{path.name}: {name} has no slo_source label"
+                assert name not in found.setdefault(source, set()), f"{path.name}: {name} twice for {source}"
+                found[source].add(name)
+                groupings = re.findall(r"\bsum by \(([^)]*)\)", rule["expr"])
+                assert groupings and groupings[0] in ("model_name", "model_name, le"), f"{path.name}: {name}"
+                assert all("model_name" in g.split(", ") for g in groupings), f"{path.name}: {name}"
+    assert found == SLO_RECORDS
