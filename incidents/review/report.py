@@ -59,7 +59,6 @@ def week_figures(
     }
     if light:
         figures["repeats_count"] = incident_figures.repeat_count(incidents, start)
-        figures["noisy_rules"] = alert_figures.noisy_rules(start, end)
         return jsonable(figures)
     names = alert_figures.alert_names(start, end)
     figures.update(
@@ -97,10 +96,6 @@ def trend_row(figures: dict[str, Any]) -> dict[str, Any]:
             for key in ("count", "by_severity", "by_failure_mode", "by_root_cause", "durations")
         },
         "repeats": figures["repeats_count"] if "repeats_count" in figures else len(figures["repeats"]),
-        "noisy_rules": [
-            {key: row[key] for key in ("alertname", "firings", "in_incident_share")}
-            for row in figures["noisy_rules"]
-        ],
     }
 
 
