@@ -25,7 +25,7 @@ class Week:
     def parse(cls, text: str) -> Week:
         found = _WEEK.match((text or "").strip().upper())
         if not found:
-            raise BadWeek(f"week: expected an ISO week like 2026-W49, got {text!r}")
+            raise BadWeek(f"week: expected an ISO week like 2026-W49, got {text[:40]!r}")
         year, number = int(found[1]), int(found[2])
         if not YEARS[0] <= year <= YEARS[1]:
             raise BadWeek(f"week: {year} is outside the years a review covers ({YEARS[0]} to {YEARS[1]})")
