@@ -54,13 +54,28 @@ class Command(BaseCommand):
     )
 
     def add_arguments(self, parser) -> None:
-        parser.add_argument("--scenario", default="fleet-day", help="see `manage.py simulate --list`")
+        parser.add_argument(
+            "--scenario", default=None, help="see `manage.py simulate --list` (default: fleet-day)"
+        )
+        parser.add_argument(
+            "--history-weeks",
+            type=int,
+            choices=range(0, HISTORY_WEEKS + 1),
+            default=None,
+            metavar=f"0-{HISTORY_WEEKS}",
+            help=f"earlier weeks of incidents for the weekly review (default: {HISTORY_WEEKS} with the "
+            "default scenario, none with a named one, which loads alone)",
+        )
         parser.add_argument("--start", help="scenario start (RFC 3339); default: yesterday 06:00 UTC")
         parser.add_argument(
             "--url", default="http://127.0.0.1:8000", help="where the server will be, for the login line"
         )
 
-    def handle(self, *args, scenario: str, start: str | None, **options) -> None:
+    def handle(self, *args, scenario: str | None, start: str | None, **options) -> None:
+        weeks = options["history_weeks"]
+        if weeks is None:
+            weeks = HISTORY_WEEKS if scenario is None else 0
+        scenario = scenario or "fleet-day"
         if scenario not in simulator.scenario_names():
             raise CommandError(
                 f"unknown scenario {scenario!r}; known: {', '.join(simulator.scenario_names())}"
@@ -79,7 +94,7 @@ class Command(BaseCommand):
         alerts_integration = demo_integration(Integration.Kind.ALERTMANAGER, "demo-alertmanager")
         changes_integration = demo_integration(Integration.Kind.EVENTS, "demo-changes")
         with tempfile.TemporaryDirectory(prefix="rootline-demo-") as folder, quiet_task_logs():
-            history = history_weeks(started, Path(folder), alerts_integration, changes_integration)
+            history = history_weeks(started, weeks, Path(folder), alerts_integration, changes_integration)
             simulator.simulate(scenario, start, DEMO_SEED, folder)
             replay_bodies(Path(folder) / "alerts.jsonl", alerts_integration, as_of)
             replay_bodies(Path(folder) / "changes.jsonl", changes_integration, as_of)
@@ -98,7 +113,7 @@ class Command(BaseCommand):
             for incident_id in incidents_overlapping(imported.start, imported.end):
                 evidence_collect(incident_id=incident_id, now=as_of)
             drafted = demo_postmortems(username)
-            frozen = freeze_closed_weeks(started, timezone.now())
+            frozen = freeze_closed_weeks(started, weeks, timezone.now()) if weeks else 0
         self.stdout.write(
             f"Demo scenario {scenario} from {start}, as it stood at {as_of:%Y-%m-%d %H:%M} UTC, loaded "
             f"({applied} actions applied); {drafted} postmortem(s) drafted, the first published; "
@@ -168,11 +183,13 @@ def demo_remediation_states(admin: User) -> None:
                 remediation_judge(item=item, outcome=failed, now=now)
 
 
-def history_weeks(started: datetime, folder: Path, alerts: Integration, changes: Integration) -> list[Path]:
-    """A smaller scenario in each of the HISTORY_WEEKS weeks before, delivered whole, so the
-    weekly review has a trend; their folders, for their actions once correlation has run."""
+def history_weeks(
+    started: datetime, weeks: int, folder: Path, alerts: Integration, changes: Integration
+) -> list[Path]:
+    """A smaller scenario in each of the `weeks` weeks before, delivered whole, so the weekly
+    review has a trend; their folders, for their actions once correlation has run."""
     folders = []
-    for weeks_back in range(HISTORY_WEEKS, 0, -1):
+    for weeks_back in range(weeks, 0, -1):
         name = HISTORY_SCENARIOS[weeks_back % len(HISTORY_SCENARIOS)]
         start = started - timedelta(days=7 * weeks_back - weeks_back % 5, hours=4 * (weeks_back % 3))
         week_folder = folder / f"week-{weeks_back}"
@@ -185,10 +202,10 @@ def history_weeks(started: datetime, folder: Path, alerts: Integration, changes:
     return folders
 
 
-def freeze_closed_weeks(started: datetime, now: datetime) -> int:
+def freeze_closed_weeks(started: datetime, weeks: int, now: datetime) -> int:
     """Each closed week with demo incidents frozen, as beat would have done each Monday."""
     frozen = 0
-    for week in {Week.of(started - timedelta(days=7 * n)) for n in range(HISTORY_WEEKS + 2)}:
+    for week in {Week.of(started - timedelta(days=7 * n)) for n in range(weeks + 2)}:
         if week.complete(now):
             frozen += review_freeze(week=week, now=now).created
     return frozen
