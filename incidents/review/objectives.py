@@ -63,7 +63,7 @@ def objectives(
 ) -> tuple[list[dict[str, Any]], str]:
     """(objectives, why none): one row per model and objective with data in the week."""
     if until <= start:
-        return [], ""
+        return [], "the week has not begun"
     window = week_window(start, until)
     reader = Reader()
     errors: list[str] = []

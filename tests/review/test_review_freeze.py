@@ -104,3 +104,10 @@ def test_the_api_answers_bad_weeks_with_a_400_naming_week(client):
     assert default["week"] == str(Week.last_complete(datetime.now(UTC))) and default["complete"] is True
     client.logout()
     assert client.get("/api/v1/review/?week=2026-W47").status_code in (401, 403)
+
+
+@pytest.mark.django_db
+def test_a_week_not_yet_begun_has_no_figures_and_says_why():
+    figures = review(Week.parse("2027-W10"), history.NOW)
+    assert figures["complete"] is False and figures["incidents"]["count"] == 0
+    assert figures["objectives"] == [] and figures["objectives_reason"] == "the week has not begun"
