@@ -73,6 +73,16 @@ def require_broker() -> str:
     return url
 
 
+def stop_process(process) -> None:
+    """Terminate a server a test started; kill it if it has not stopped within 15 s."""
+    process.terminate()
+    try:
+        process.wait(timeout=15)
+    except subprocess.TimeoutExpired:
+        process.kill()
+        process.wait()
+
+
 def free_port() -> int:
     with socket.socket() as sock:
         sock.bind(("127.0.0.1", 0))

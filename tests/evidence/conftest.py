@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import requests
 
-from tests.conftest import free_port, require_binary, wait_until
+from tests.conftest import free_port, require_binary, stop_process, wait_until
 from tests.evidence import story_openmetrics
 
 # 01:00 UTC two days ago: whole hours keep the windows' steps aligned as with any fixed start, and
@@ -76,12 +76,7 @@ def prometheus_backfilled_with(openmetrics: Path, folder: Path):
         wait_until(lambda: _ready(url), timeout=30, what="prometheus /-/ready")
         yield url
     finally:
-        process.terminate()
-        try:
-            process.wait(timeout=15)
-        except subprocess.TimeoutExpired:
-            process.kill()
-            process.wait()
+        stop_process(process)
         log.close()
 
 

@@ -15,7 +15,7 @@ from django.utils import timezone
 from incidents.models import Incident
 from incidents.review.report import review
 from incidents.review.weeks import Week
-from tests.conftest import free_port, require_binary, wait_until
+from tests.conftest import free_port, require_binary, stop_process, wait_until
 from tests.evidence.conftest import _ready
 
 pytestmark = pytest.mark.django_db
@@ -73,15 +73,6 @@ def start_prometheus(folder: Path) -> tuple[subprocess.Popen, str]:
     return process, url
 
 
-def stop(process: subprocess.Popen) -> None:
-    process.terminate()
-    try:
-        process.wait(timeout=15)
-    except subprocess.TimeoutExpired:
-        process.kill()
-        process.wait()
-
-
 @pytest.fixture(scope="module")
 def prometheus_with_recordings(tmp_path_factory):
     promtool = require_binary("promtool")
@@ -106,7 +97,7 @@ def prometheus_with_recordings(tmp_path_factory):
         )  # fmt: skip
         assert made.returncode == 0, made.stderr[-2000:]
     finally:
-        stop(process)
+        stop_process(process)
     for block in (folder / "recorded").iterdir():
         if block.is_dir():
             shutil.move(str(block), str(folder / "data" / block.name))
@@ -114,7 +105,7 @@ def prometheus_with_recordings(tmp_path_factory):
     try:
         yield url
     finally:
-        stop(process)
+        stop_process(process)
 
 
 def test_attainment_and_budget_from_recording_rules_over_backfilled_history(
