@@ -31,18 +31,22 @@ import bisect
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
+from datetime import datetime
 from statistics import quantiles
+from typing import Protocol
 
 from correlate.catalog import ANY_MODE, Catalog
-from correlate.results import Member
 from correlate.scope import Scope
 
 MIN_SIMILAR = 3  # fewer past incidents like this one than this: the rules speak instead
+MAX_SIMILAR = 200  # the newest past incidents like this one that are read (a common first step
+# is in thousands of them; the recent ones tell what this fleet does now)
 MIN_LIFETIME = 300.0  # seconds a prediction lives at least, whatever its p90 lag
 TOP = 3  # what the incident page shows, and what "predicted" on the timeline means
 LIMIT = 5  # what the API returns
 
 PLACES = ("pod", "node", "siblings", "route", "elsewhere")
+SOURCES = ("history", "rules")
 # A rule's scope relation, seen from the cause's place, as the place of the effect.
 _RELATION_PLACE = {
     "same_pod": None,  # the cause's own place
@@ -90,7 +94,7 @@ class Prediction:
     lag_p90: float
     seen: int
     of: int
-    source: str  # "history" | "rules"
+    source: str  # one of SOURCES
     after: StepKey  # the step the lags count from
     after_at: float  # when that step came, seconds after the incident's first alert
 
@@ -101,6 +105,23 @@ class Prediction:
     @property
     def expires_at(self) -> float:
         return self.after_at + max(self.lag_p90, MIN_LIFETIME)
+
+
+class Placed(Protocol):
+    """What a cascade reads of an alert: an engine `Member`, or a stored alert (incidents/forecast.py)."""
+
+    @property
+    def key(self) -> str: ...
+    @property
+    def starts_at(self) -> datetime: ...
+    @property
+    def false_positive(self) -> bool: ...
+    @property
+    def layer(self) -> str: ...
+    @property
+    def failure_mode(self) -> str: ...
+    @property
+    def scope(self) -> Scope: ...
 
 
 def place_of(root: Scope, scope: Scope) -> str:
@@ -131,14 +152,16 @@ def _same_workload(root: Scope, scope: Scope) -> bool:
     )
 
 
-def cascade(members: Iterable[Member], root_key: str | None) -> tuple[Step, ...]:
-    """An incident's distinct steps in firing order; places are seen from the root's scope (the
-    earliest member's when there is no root). False positives are no step."""
-    real = sorted((m for m in members if not m.false_positive), key=lambda m: (m.starts_at, m.key))
+def cascade(members: Iterable[Placed], root_key: str | None) -> tuple[Step, ...]:
+    """An incident's distinct steps in firing order, timed from its first alert; places are seen
+    from the root's scope (the earliest member's when there is no root). False positives are no
+    step."""
+    every = sorted(members, key=lambda m: (m.starts_at, m.key))
+    real = [m for m in every if not m.false_positive]
     if not real:
         return ()
     root = next((m for m in real if m.key == root_key), real[0])
-    start = real[0].starts_at
+    start = every[0].starts_at  # the incident's start, as the app stores it
     steps: dict[StepKey, Step] = {}
     for member in real:
         place = place_of(root.scope, member.scope)
@@ -182,15 +205,22 @@ class History:
         return len(self.cascades) if moment is None else bisect.bisect_right(self.ended, moment)
 
     def holding(self, keys: Iterable[StepKey], upto: int) -> list[int]:
-        """The cascades among the first `upto` that hold every one of `keys`."""
-        found: set[int] | None = None
-        for key in keys:
-            indices = self.by_step.get(key, ())
-            cut = {i for i in indices[: bisect.bisect_left(indices, upto)]}
-            found = cut if found is None else found & cut
-            if not found:
-                return []
-        return sorted(found or ())
+        """The cascades among the first `upto` that hold every one of `keys`, oldest first."""
+        lists = sorted((self.by_step.get(key, []) for key in set(keys)), key=len)
+        if not lists:
+            return []
+        shortest, others = lists[0], [set(indices) if len(indices) < 64 else indices for indices in lists[1:]]
+        found = shortest[: bisect.bisect_left(shortest, upto)]
+        for other in others:
+            found = [i for i in found if _holds(other, i)]
+        return found
+
+
+def _holds(indices: set[int] | list[int], index: int) -> bool:
+    if isinstance(indices, set):
+        return index in indices
+    at = bisect.bisect_left(indices, index)
+    return at < len(indices) and indices[at] == index
 
 
 def predict(
@@ -223,10 +253,10 @@ def predict(
 def _similar(steps: Sequence[Step], history: History, upto: int) -> list[int]:
     """Past cascades holding every step so far, else those holding the latest step."""
     every = history.holding((step.key for step in steps), upto)
-    if len(every) >= MIN_SIMILAR or len(steps) == 1:
-        return every
-    latest = history.holding([_latest(steps).key], upto)
-    return latest if len(latest) > len(every) else every
+    if len(every) < MIN_SIMILAR and len(steps) > 1:
+        latest = history.holding([_latest(steps).key], upto)
+        every = latest if len(latest) > len(every) else every
+    return every[-MAX_SIMILAR:]
 
 
 def _latest(steps: Sequence[Step]) -> Step:
@@ -310,3 +340,24 @@ def _effect_places(cause_place: str, relations: frozenset[str], layer: str) -> l
             places.add(cause_place if mapped is None or cause_place in ("route", "elsewhere") else mapped)
     usual = _LAYER_PLACE.get(layer)
     return sorted((0 if place == usual else 1 if place == cause_place else 2, place) for place in places)
+
+
+def predicted_since(
+    before: Sequence[Step], key: StepKey, at: float, history: History, catalog: Catalog, start: float
+) -> float | None:
+    """Since when (seconds after the incident's start) the step `key`, come at `at`, had been among
+    the top predictions without a break, from the steps `before` it (in firing order); None when
+    it was not among them when it came. `start` is the incident's start in epoch seconds."""
+    if not before or key not in _top_keys(before, history, catalog, start, at):
+        return None
+    since = before[-1].at
+    for count in range(len(before) - 1, 0, -1):
+        if key not in _top_keys(before[:count], history, catalog, start, before[count].at):
+            break
+        since = before[count - 1].at
+    return since
+
+
+def _top_keys(steps: Sequence[Step], history: History, catalog: Catalog, start: float, now: float) -> set:
+    found, _ = predict(steps, history, catalog, moment=start + now, now=now, limit=TOP)
+    return {p.key for p in found}

@@ -24,7 +24,7 @@ from itertools import groupby
 from correlate.batch import correlate
 from correlate.catalog import Catalog
 from correlate.events import FIRING, Alert
-from correlate.forecast import TOP, History, Prediction, Step, StepKey, cascade, place_of, predict
+from correlate.forecast import TOP, History, Step, StepKey, cascade, place_of, predict, predicted_since
 from correlate.results import Incident, Member
 
 NOT_EFFECTS = frozenset({"other", "change"})
@@ -147,17 +147,10 @@ def _scored(
     catalog: Catalog,
 ) -> Effect:
     start = moment.timestamp() - now
-    top, similar = _top(steps, history, catalog, start + now, now)
-    hit = key in {p.key for p in top}
-    lead = 0.0
-    if hit:
-        since = steps[-1].at
-        for count in range(len(steps) - 1, 0, -1):
-            shown, _ = _top(steps[:count], history, catalog, start + steps[count].at, steps[count].at)
-            if key not in {p.key for p in shown}:
-                break
-            since = steps[count - 1].at
-        lead = now - since
+    top, similar = predict(steps, history, catalog, moment=moment.timestamp(), now=now, limit=TOP)
+    since = predicted_since(steps, key, now, history, catalog, start)
+    hit = since is not None
+    lead = now - since if since is not None else 0.0
     return Effect(
         fleet=fleet,
         alertname=alertname,
@@ -169,11 +162,3 @@ def _scored(
         source=top[0].source if top else "none",
         similar=similar,
     )
-
-
-def _top(
-    steps: Sequence[Step], history: History, catalog: Catalog, moment: float, now: float
-) -> tuple[list[Prediction], int]:
-    """The top predictions shown at `now` (seconds after the incident began) from `steps`."""
-    found, similar = predict(steps, history, catalog, moment=moment, now=now, limit=TOP)
-    return found, similar

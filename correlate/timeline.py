@@ -104,6 +104,9 @@ class Item:
     action: str | None = None
     by: str | None = None
     alert_id: int | None = None
+    # alert_fired items of an effect that was among the top predictions when it came
+    # (correlate/forecast.py): {"lead_s": how long before, "source": history | rules}
+    predicted: Mapping[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         item: dict[str, Any] = {
@@ -118,6 +121,8 @@ class Item:
             item.update(signal=self.signal, band=self.band, value=self.value)
         if self.kind in ("action", "note"):
             item.update(action=self.action, by=self.by, alert_id=self.alert_id)
+        if self.predicted is not None:
+            item["predicted"] = dict(self.predicted)
         return item
 
 

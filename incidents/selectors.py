@@ -29,8 +29,10 @@ from django.db.models.functions import Coalesce
 from django.utils import timezone
 from django.utils.dateparse import parse_datetime
 
+from correlate.forecast import MIN_SIMILAR, TOP
 from incidents import chain_drawing, queue
 from incidents.catalog import catalog as app_catalog
+from incidents.forecast import next_effects, queue_next
 from incidents.models import Alert, Delivery, Incident, Postmortem, RootCandidate
 from incidents.models.ingest import place_expression
 from incidents.postmortems.policy import needs_postmortem
@@ -261,6 +263,7 @@ def triage_page(
     incidents = incidents[:limit]
     names_of = chain_names(incidents)
     dues = postmortem_dues(incidents)
+    queue_next(incidents)
     for incident in incidents:
         incident.postmortem_due = dues.get(incident.pk)  # type: ignore[attr-defined]  # for the template
         names = (names_of[alert_id] for alert_id in incident.chain[:CHAIN_NAMES_READ] if alert_id in names_of)
@@ -354,6 +357,8 @@ def incident_page(incident_id: int) -> dict | None:
         "merged": list(incident.merged.values_list("pk", flat=True)),
         "drawing": chain_drawing.draw(*drawn_chain(incident, chain, steps, edges, alerts)),
         "seen_before": seen_before(incident),
+        "next": next_effects(incident, limit=TOP),
+        "min_similar": MIN_SIMILAR,
         "postmortem": Postmortem.objects.filter(incidents=incident).only("pk", "status").first(),
         "postmortem_due": postmortem_dues([incident]).get(incident.pk),
     }

@@ -5,7 +5,7 @@ turns rows into their inputs, and keeps human matrix edits (every edit a new row
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import datetime, timedelta
 from typing import Any
 
@@ -18,6 +18,7 @@ from correlate.series import RED, Crossing, Hysteresis, Series, all_crossings, b
 from correlate.timeline import ActionFact, AlertFact, Durations, Item, build_timeline, durations
 from incidents.catalog import catalog
 from incidents.evidence.points import finite, unpack_points
+from incidents.forecast import predicted_marks
 from incidents.models import Alert, EvidenceGap, EvidenceSeries, Incident, IncidentAction, MatrixCell
 
 CHANGE_LOOKBACK = timedelta(hours=1)
@@ -37,9 +38,16 @@ class Evidence:
     gaps: list[EvidenceGap]
 
     def timeline(self) -> list[Item]:
-        return build_timeline(
+        items = build_timeline(
             alerts=self.alerts, crossings=self.crossings, actions=self.actions, bands=catalog().bands
         )
+        marks = predicted_marks(self.incident)
+        return [
+            replace(item, predicted=marks[item.alert_id])
+            if item.kind == "alert_fired" and item.alert_id in marks
+            else item
+            for item in items
+        ]
 
     def durations(self) -> Durations:
         i = self.incident

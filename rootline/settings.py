@@ -372,6 +372,7 @@ SPECTACULAR_SETTINGS = {
     "ENUM_NAME_OVERRIDES": {
         "AlertStatusEnum": "incidents.models.Alert.Status",
         "IncidentStatusEnum": "incidents.models.Incident.Status",
+        "ForecastSourceEnum": "correlate.forecast.SOURCES",
     },
 }
 

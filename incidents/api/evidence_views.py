@@ -9,12 +9,20 @@ from rest_framework.request import Request
 from rest_framework.response import Response
 from rest_framework.views import APIView
 
+from correlate.forecast import SOURCES
 from incidents.api.errors import ApiErrors, body_text_check
 from incidents.models import AuditRecord, Incident
 from incidents.services.errors import RootlineError
 from incidents.services.matrix import matrix_edit
 from incidents.services.roles import acting_user
 from incidents.timeline import incident_matrix, incident_timeline
+
+
+class PredictedSerializer(serializers.Serializer):
+    lead_s = serializers.IntegerField(help_text="how long before it came it had been predicted")
+    # A field named like DRF's Field.source attribute: the serializer's metaclass takes it as a field.
+    source = serializers.ChoiceField(list(SOURCES))  # type: ignore[assignment]
+    similar = serializers.IntegerField(help_text="past incidents like this one when it came")
 
 
 class TimelineItemSerializer(serializers.Serializer):
@@ -33,6 +41,9 @@ class TimelineItemSerializer(serializers.Serializer):
     action = serializers.CharField(required=False, help_text="action and note items")
     by = serializers.CharField(required=False, allow_null=True)
     alert_id = serializers.IntegerField(required=False, allow_null=True)
+    predicted = PredictedSerializer(
+        required=False, help_text="alert_fired items: among the top 3 predictions when it came"
+    )
 
 
 class EvidenceRefSerializer(serializers.Serializer):

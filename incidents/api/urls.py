@@ -3,6 +3,7 @@ from django.urls import path
 from incidents.api import (
     audit_views,
     evidence_views,
+    forecast_views,
     postmortem_views,
     remediation_views,
     review_views,
@@ -20,6 +21,9 @@ urlpatterns = [
         "incidents/<int:incident_id>/timeline/",
         evidence_views.IncidentTimeline.as_view(),
         name="api-incident-timeline",
+    ),
+    path(
+        "incidents/<int:incident_id>/next/", forecast_views.IncidentNext.as_view(), name="api-incident-next"
     ),
     path(
         "incidents/<int:incident_id>/matrix/",

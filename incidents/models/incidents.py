@@ -77,6 +77,12 @@ class Incident(models.Model):
         default="",
         help_text="its chain's distinct layer:failure_mode pairs in causal order (incidents/signatures.py)",
     )
+    cascade = models.JSONField(
+        default=list,
+        blank=True,
+        help_text="its distinct steps [layer, failure_mode, place, seconds after its start, alert id] in "
+        "firing order (correlate/forecast.py): what comes next is read from the resolved ones",
+    )
     first_red_at = models.DateTimeField(
         null=True,
         blank=True,

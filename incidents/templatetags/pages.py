@@ -32,6 +32,23 @@ def age(moment: datetime | None, now: datetime | None = None) -> str:
 
 
 @register.filter
+def lag_words(seconds: float | None) -> str:
+    """A lag as the on-call engineer says it: 'at once', '~40 s', '~12 min', '~1 h 20 min'."""
+    if seconds is None:
+        return "—"
+    seconds = max(int(seconds), 0)
+    if seconds < 30:
+        return "at once"
+    if seconds < 90:
+        return f"~{seconds} s"
+    minutes = round(seconds / 60)
+    if minutes < 60:
+        return f"~{minutes} min"
+    hours, minutes = divmod(minutes, 60)
+    return f"~{hours} h {minutes} min" if minutes else f"~{hours} h"
+
+
+@register.filter
 def query(filters: QueueFilters, change: str) -> str:
     """`filters|query:'status=open'`: the queue's URL query with one value changed."""
     name, _, value = change.partition("=")

@@ -46,6 +46,7 @@ ROUTES: dict[tuple[str, str], str] = {
     ("api-incident", "GET"): "viewer",
     ("api-incident-actions", "POST"): "responder",
     ("api-incident-timeline", "GET"): "viewer",
+    ("api-incident-next", "GET"): "viewer",
     ("api-incident-matrix", "GET"): "viewer",
     ("api-incident-matrix", "PATCH"): "author",
     ("api-audit", "GET"): "admin",
@@ -250,6 +251,7 @@ def requests_for(incident: Incident, integration_id: int) -> dict[tuple[str, str
             {"data": json.dumps({"action": "note", "text": "x"}), **json_body},
         ),
         ("api-incident-timeline", "GET"): (f"/api/v1/incidents/{incident.pk}/timeline/", {}),
+        ("api-incident-next", "GET"): (f"/api/v1/incidents/{incident.pk}/next/", {}),
         ("api-incident-matrix", "GET"): (f"/api/v1/incidents/{incident.pk}/matrix/", {}),
         ("api-incident-matrix", "PATCH"): (
             f"/api/v1/incidents/{incident.pk}/matrix/",

@@ -13,8 +13,10 @@ from typing import Any
 
 from django.utils import timezone
 
+from correlate.forecast import cascade
 from correlate.results import Incident as EngineIncident
 from correlate.results import Member
+from incidents.forecast import stored_cascade
 from incidents.models import Alert, Decision, Incident, IncidentEdge, RootCandidate
 from incidents.signatures import chain_signature
 from incidents.sql import rows_delete, rows_insert, rows_update
@@ -347,6 +349,10 @@ def incident_details(engine_incident: EngineIncident, first: Alert, by_key: Mapp
         "root_explanation": root.explanation if root else "",
         "chain": [by_key[k].pk for k in engine_incident.chain if k in by_key],
         "chain_signature": chain_signature(_chain_steps(engine_incident)),
+        "cascade": stored_cascade(
+            cascade(engine_incident.members, root.alert_key if root else None),
+            by_key,
+        ),
         "title": incident_title(engine_incident, scope, root_row, first),
     }
 
