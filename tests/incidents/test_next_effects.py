@@ -33,12 +33,12 @@ def story(days_ago: int, *, steps: int = 3, resolved: bool = True) -> list[dict]
     on a cluster of its own; resolved an hour on (or still firing)."""
     cluster, pod = f"c{days_ago}", f"vllm-llama-7d9f8b6c4-p{days_ago:04d}"
     end = {"status": "resolved", "ends": rfc(moment(days_ago, 60))} if resolved else {}
+    at = lambda minutes: rfc(moment(days_ago, minutes))  # noqa: E731
     rows = [
-        am_alert("KVCacheFragmentationHigh", rfc(moment(days_ago, 0)), cluster=cluster, pod=pod, **ON, **end),
-        am_alert("LLMContainerOOMKilled", rfc(moment(days_ago, 12)), cluster=cluster, pod=pod, container="vllm",
-                 **ON, **end),
-        am_alert("LLMTTFTP99High", rfc(moment(days_ago, 20)), cluster=cluster, **ON, **end),
-    ]  # fmt: skip
+        am_alert("KVCacheFragmentationHigh", at(0), cluster=cluster, pod=pod, **ON, **end),
+        am_alert("LLMContainerOOMKilled", at(12), cluster=cluster, pod=pod, container="vllm", **ON, **end),
+        am_alert("LLMTTFTP99High", at(20), cluster=cluster, **ON, **end),
+    ]
     return rows[:steps]
 
 
