@@ -35,7 +35,8 @@ def test_the_card_says_what_comes_next_under_the_root_at_both_widths(live_server
     items = card.locator("ol.next-effects li").all_inner_texts()
     assert items[0].startswith("oom platform on this pod (vllm-llama-7d9f8b6c4-p0000)"), items
     assert f"followed in {MIN_SIMILAR + 1} of {MIN_SIMILAR + 1}" in items[0]
-    assert card.locator(".next-basis").inner_text() == f"From the {MIN_SIMILAR + 1} past incidents like this one."
+    basis = card.locator(".next-basis").inner_text()
+    assert basis == f"From the {MIN_SIMILAR + 1} past incidents like this one."
     screenshot("next-effects-desktop")
 
     page.set_viewport_size(PHONE)
