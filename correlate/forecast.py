@@ -9,15 +9,17 @@ Places, not pod names, are what recur: the next incident like this one happens o
 `predict` reads the cascade so far of an open incident against the cascades of resolved ones:
 
 - history: the past cascades that hold every step seen so far (backing off to those that hold
-  its latest step) are "incidents like this one"; each step they had that this one has not yet
-  is a likely next effect, with how many of them had it (`seen` of `of`) and its lag after the
-  latest step's counterpart (p50, p90);
+  its latest step) are "incidents like this one"; each step they had after the latest step's
+  counterpart that this one has not yet is a likely next effect, with how many of them had it
+  (`seen` of `of`) and its lag after that counterpart (p50, p90). A step they had before it is
+  a cause this incident has not shown, not what comes next;
 - rules: when fewer than `MIN_SIMILAR` past incidents are like it (or they name fewer than `TOP`
   effects), the catalog's causal rules from the modes seen so far name the effects (or the rest
   of them): in the place the effect's layer usually shows (a latency SLO on the route, a crash on
-  the pod) before the others the rule allows, then the deeper effect first (a cascade runs from
-  deep causes to shallow effects: the next step is the nearest one down), with the rule's
-  `max_lag` as the p90 and half of it as the p50.
+  the pod) before the others the rule allows, then the effects of the latest step first (what
+  comes next follows what came last), then the deeper effect first (a cascade runs from deep
+  causes to shallow effects: the next step is the nearest one down), with the rule's `max_lag`
+  as the p90 and half of it as the p50.
 
 A prediction expires when its p90 lag has passed since the step it counts from (never sooner
 than `MIN_LIFETIME`: alerts fire on evaluation ticks and `for:` windows, so an effect that came
@@ -128,7 +130,7 @@ def place_of(root: Scope, scope: Scope) -> str:
     """Where `scope` is, seen from the root's scope (see the module's docstring)."""
     if root.pod and scope.pod and (scope.pod == root.pod or (scope.group and scope.group == root.group)):
         return "pod"
-    if _same_node(root, scope):
+    if _same_node(root, scope) or _unplaced_on(root, scope):
         return "node"
     if not _same_workload(root, scope):
         return "elsewhere"
@@ -141,6 +143,12 @@ def _same_node(root: Scope, scope: Scope) -> bool:
     if root.node and scope.node and root.node == scope.node:
         return True
     return bool(root.gpus and scope.gpus and not root.gpus.isdisjoint(scope.gpus))
+
+
+def _unplaced_on(root: Scope, scope: Scope) -> bool:
+    """A pod that no label places, in the incident of a node or GPU fault: it runs there (the
+    engine tied it to the fault by timing alone, its `unplaced` relation)."""
+    return bool(not root.pod and (root.node or root.gpus) and scope.pod and not scope.node and not scope.gpus)
 
 
 def _same_workload(root: Scope, scope: Scope) -> bool:
@@ -272,8 +280,8 @@ def _from_history(steps: Sequence[Step], history: History, similar: list[int]) -
         past = history.cascades[index]
         anchor = next(step for step in past if step.key == latest.key)
         for step in past:
-            if step.key not in have:
-                lags[step.key].append(max(0.0, step.at - anchor.at))
+            if step.key not in have and step.at >= anchor.at:
+                lags[step.key].append(step.at - anchor.at)
                 layers.setdefault(step.key, step.layer)
     found = [
         Prediction(
@@ -326,7 +334,7 @@ def _from_rules(
                 seen = sum(key in keys for keys in had)
                 prediction = Prediction(layer, rule.effect, place, lag / 2, lag, seen, len(similar), "rules",
                                         cause.key, cause.at)  # fmt: skip
-                best[key] = ((-seen, preference, -catalog.mode_depth(rule.effect), -cause.at), prediction)
+                best[key] = ((-seen, preference, -cause.at, -catalog.mode_depth(rule.effect)), prediction)
     return [prediction for _, prediction in sorted(best.values(), key=lambda item: item[0])]
 
 

@@ -166,3 +166,25 @@ def test_the_replay_scores_each_next_effect_from_what_came_before_it():
     assert {e.source for e in last} == {"history"} and all(e.hit for e in last)
     oom = next(e for e in last if e.key == ("oom", "pod"))
     assert oom.lead == 12 * 60  # predicted from the fragmentation alert on
+
+
+def test_what_came_before_the_latest_step_in_history_is_a_cause_not_what_comes_next():
+    # In history the fragmentation came first; an incident that begins at the OOM has not shown
+    # it, and will not: it is no prediction. The SLO breach that followed the OOM is.
+    history = History.of([(kv_cascade(), float(i)) for i in range(MIN_SIMILAR)])
+    found, _ = predict([step("oom", "pod", 0, "platform")], history, CATALOG)
+    history_found = [p for p in found if p.source == "history"]
+    assert [(p.mode, p.seen, p.lag_p50) for p in history_found] == [("slo_ttft", MIN_SIMILAR, 300.0)]
+
+
+def test_a_pod_no_label_places_is_on_the_node_of_the_fault_it_was_tied_to():
+    root = scope(node="gpu-node-3", gpu="0")
+    assert place_of(root, scope(namespace="llm", pod="chat-7b9f6d5c4-x2k9p")) == "node"
+    assert place_of(scope(**POD), scope(namespace="llm", pod="etl-5d8f7c6b9-abcde")) == "elsewhere"
+
+
+def test_the_rules_name_the_latest_steps_effects_before_an_earlier_ones():
+    steps = [step("gpu_error", "node", 0, "hardware"), step("restart", "pod", 120, "platform")]
+    found, _ = predict(steps, History(), CATALOG, limit=TOP)
+    restart_effects = {r.effect for r in CATALOG.rules if r.cause == "restart"}
+    assert found[0].after == ("restart", "pod") and found[0].mode in restart_effects
