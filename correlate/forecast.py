@@ -160,23 +160,36 @@ def _same_workload(root: Scope, scope: Scope) -> bool:
     )
 
 
+def _fired(member: Placed) -> tuple:
+    return (member.starts_at, member.key)
+
+
 def cascade(members: Iterable[Placed], root_key: str | None) -> tuple[Step, ...]:
     """An incident's distinct steps in firing order, timed from its first alert; places are seen
     from the root's scope (the earliest member's when there is no root). False positives are no
     step."""
-    every = sorted(members, key=lambda m: (m.starts_at, m.key))
+    every = list(members)
     real = [m for m in every if not m.false_positive]
     if not real:
         return ()
-    root = next((m for m in real if m.key == root_key), real[0])
-    start = every[0].starts_at  # the incident's start, as the app stores it
-    steps: dict[StepKey, Step] = {}
+    root = next((m for m in real if m.key == root_key), None) or min(real, key=_fired)
+    start = min(m.starts_at for m in every)  # the incident's start, as the app stores it
+    first: dict[StepKey, Placed] = {}
+    places: dict[int, str] = {}  # by scope object: a storm's members share a few (one per label set)
     for member in real:
-        place = place_of(root.scope, member.scope)
-        step = Step(member.layer or "unknown", member.failure_mode or "other", place,
-                    (member.starts_at - start).total_seconds(), member.key)  # fmt: skip
-        steps.setdefault(step.key, step)
-    return tuple(steps.values())
+        scope = member.scope
+        place = places.get(id(scope))
+        if place is None:
+            place = places[id(scope)] = place_of(root.scope, scope)
+        key = (member.failure_mode or "other", place)
+        known = first.get(key)
+        if known is None or _fired(member) < _fired(known):
+            first[key] = member
+    steps = [
+        Step(m.layer or "unknown", key[0], key[1], (m.starts_at - start).total_seconds(), m.key)
+        for key, m in first.items()
+    ]
+    return tuple(sorted(steps, key=lambda step: (step.at, step.alert)))
 
 
 @dataclass
