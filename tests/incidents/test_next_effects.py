@@ -106,9 +106,21 @@ def test_a_prediction_is_dropped_once_its_p90_lag_has_passed(past):
     incident = past(MIN_SIMILAR)
     fresh = next_effects(incident, now=incident.started_at + timedelta(minutes=5))["effects"]
     assert ("oom", "pod") in {(e["failure_mode"], e["scope"]) for e in fresh if e["source"] == "history"}
-    late = next_effects(incident, now=incident.started_at + timedelta(minutes=15))["effects"]
+    later = next_effects(incident, now=incident.started_at + timedelta(minutes=15))
+    late = later["effects"]
     assert ("oom", "pod") not in {(e["failure_mode"], e["scope"]) for e in late if e["source"] == "history"}
     assert ("slo_ttft", "route") in {(e["failure_mode"], e["scope"]) for e in late}
+    assert ("oom", "pod") in {(e["failure_mode"], e["scope"]) for e in later["expired"]}
+
+
+def test_the_page_says_what_did_not_come_once_every_prediction_has_expired(client, users, past):
+    incident = past(MIN_SIMILAR)
+    Incident.objects.filter(pk=incident.pk).update(started_at=incident.started_at - timedelta(hours=3))
+    client.force_login(users("v", "viewer"))
+    assert client.get(f"/api/v1/incidents/{incident.pk}/next/").json() == []
+    page = client.get(f"/incidents/{incident.pk}/").content.decode()
+    assert "Did not come within its p90 lag, so no longer expected: oom on this pod (" in page
+    assert 'class="next-effects"' not in page
 
 
 def test_a_resolved_incident_has_nothing_next(client, users, past):
