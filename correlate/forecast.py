@@ -32,7 +32,7 @@ from __future__ import annotations
 import bisect
 from collections import defaultdict
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import datetime
 from statistics import quantiles
 from typing import Protocol
@@ -46,6 +46,7 @@ MAX_SIMILAR = 200  # the newest past incidents like this one that are read (a co
 MIN_LIFETIME = 300.0  # seconds a prediction lives at least, whatever its p90 lag
 TOP = 3  # what the incident page shows, and what "predicted" on the timeline means
 LIMIT = 5  # what the API returns
+MEMO_SIZE = 10_000  # shapes of cascade whose reading of history is kept
 
 PLACES = ("pod", "node", "siblings", "route", "elsewhere")
 SOURCES = ("history", "rules")
@@ -200,6 +201,9 @@ class History:
     cascades: list[tuple[Step, ...]] = field(default_factory=list)
     ended: list[float] = field(default_factory=list)
     by_step: dict[StepKey, list[int]] = field(default_factory=lambda: defaultdict(list))
+    # What `predict` read from it for a shape of cascade (`_from_history_memo`): still true after
+    # `add`, which only appends.
+    memo: dict[tuple, tuple[list[int], list[Prediction]]] = field(default_factory=dict, repr=False)
 
     @classmethod
     def of(cls, items: Iterable[tuple[Sequence[Step], float]]) -> History:
@@ -261,14 +265,32 @@ def predict(
     if not steps:
         return [], 0
     upto = history.upto(moment)
-    similar = _similar(steps, history, upto)
-    found = _from_history(steps, history, similar) if len(similar) >= MIN_SIMILAR else []
+    similar, found = _from_history_memo(steps, history, upto)
     listed = {p.key for p in found}
     if len(found) < TOP:  # thin history: the rules name the rest
         found += [p for p in _from_rules(steps, history, similar, catalog) if p.key not in listed]
     if now is not None:
         found = [p for p in found if p.expires_at >= now]
     return found[:limit], len(similar)
+
+
+def _from_history_memo(
+    steps: Sequence[Step], history: History, upto: int
+) -> tuple[list[int], list[Prediction]]:
+    """`_similar` and `_from_history`, which depend only on the steps' keys, the latest one and
+    `upto`: kept on the history, so that the queue's rows and its poll every few seconds ask once
+    for each shape of cascade (only the time of the latest step differs, and is put back)."""
+    latest = _latest(steps)
+    key = (frozenset(step.key for step in steps), latest.key, upto)
+    known = history.memo.get(key)
+    if known is None:
+        similar = _similar(steps, history, upto)
+        found = _from_history(steps, history, similar) if len(similar) >= MIN_SIMILAR else []
+        if len(history.memo) >= MEMO_SIZE:
+            history.memo.clear()
+        known = history.memo[key] = (similar, found)
+    similar, found = known
+    return similar, [replace(p, after_at=latest.at) for p in found]
 
 
 def _similar(steps: Sequence[Step], history: History, upto: int) -> list[int]:
