@@ -188,3 +188,21 @@ def test_the_rules_name_the_latest_steps_effects_before_an_earlier_ones():
     found, _ = predict(steps, History(), CATALOG, limit=TOP)
     restart_effects = {r.effect for r in CATALOG.rules if r.cause == "restart"}
     assert found[0].after == ("restart", "pod") and found[0].mode in restart_effects
+
+
+def test_what_history_keeps_of_a_shape_of_cascade_gives_the_same_answer_at_another_time():
+    history = History.of([(kv_cascade(), float(i)) for i in range(MIN_SIMILAR)])
+    early, _ = predict(
+        [step("kv_fragmentation", "pod", 0), step("oom", "pod", 100, "platform")], history, CATALOG
+    )
+    late, _ = predict(
+        [step("kv_fragmentation", "pod", 0), step("oom", "pod", 400, "platform")], history, CATALOG
+    )
+    assert history.memo  # the second asked what the first had read
+    assert [p.key for p in early] == [p.key for p in late]
+    assert early[0].after_at == 100 and late[0].after_at == 400
+    history.memo.clear()
+    fresh, _ = predict(
+        [step("kv_fragmentation", "pod", 0), step("oom", "pod", 400, "platform")], history, CATALOG
+    )
+    assert fresh == late
