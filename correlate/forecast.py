@@ -34,7 +34,7 @@ from collections import defaultdict
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field, replace
 from datetime import datetime
-from statistics import quantiles
+from statistics import median, quantiles
 from typing import Protocol
 
 from correlate.catalog import ANY_MODE, Catalog
@@ -60,8 +60,8 @@ _RELATION_PLACE = {
     "sibling": "siblings",
     "gateway": "route",
 }
-# Where each layer's alerts usually sit: of a rule's relations, the one naming this place (or
-# the first listed) gives the effect's place. A latency SLO is the route's, a crash the pod's.
+# Where each layer's alerts usually sit: of the places a rule's relations allow, this one is
+# preferred for its effect (`_effect_places`). A latency SLO is the route's, a crash the pod's.
 _LAYER_PLACE = {"hardware": "node", "engine": "pod", "platform": "pod", "serving": "route"}
 
 StepKey = tuple[str, str]  # (failure mode, place)
@@ -165,6 +165,11 @@ def _fired(member: Placed) -> tuple:
     return (member.starts_at, member.key)
 
 
+def root_member(members: Sequence[Placed], root_key: str | None) -> Placed:
+    """The member places are seen from: the root, else the earliest to fire."""
+    return next((m for m in members if m.key == root_key), None) or min(members, key=_fired)
+
+
 def cascade(members: Iterable[Placed], root_key: str | None) -> tuple[Step, ...]:
     """An incident's distinct steps in firing order, timed from its first alert; places are seen
     from the root's scope (the earliest member's when there is no root). False positives are no
@@ -173,7 +178,7 @@ def cascade(members: Iterable[Placed], root_key: str | None) -> tuple[Step, ...]
     real = [m for m in every if not m.false_positive]
     if not real:
         return ()
-    root = next((m for m in real if m.key == root_key), None) or min(real, key=_fired)
+    root = root_member(real, root_key)
     start = min(m.starts_at for m in every)  # the incident's start, as the app stores it
     first: dict[StepKey, Placed] = {}
     places: dict[int, str] = {}  # by scope object: a storm's members share a few (one per label set)
@@ -222,9 +227,6 @@ class History:
         for key in {step.key for step in steps}:
             self.by_step[key].append(index)
 
-    def __len__(self) -> int:
-        return len(self.cascades)
-
     def upto(self, moment: float | None) -> int:
         """How many cascades had ended by `moment` (all of them for None)."""
         return len(self.cascades) if moment is None else bisect.bisect_right(self.ended, moment)
@@ -255,13 +257,13 @@ def predict(
     *,
     moment: float | None = None,
     now: float | None = None,
-    limit: int = LIMIT,
+    limit: int | None = LIMIT,
 ) -> tuple[list[Prediction], int]:
     """The likely next effects of an incident whose cascade so far is `steps`, best first, and
     how many past incidents were like it (below `MIN_SIMILAR`, the predictions are the rules').
 
     `moment` (epoch seconds) limits history to incidents ended by then; `now` (seconds after
-    the incident's first alert) drops the predictions that have expired."""
+    the incident's first alert) drops the predictions that have expired; `limit` None keeps all."""
     if not steps:
         return [], 0
     upto = history.upto(moment)
@@ -340,13 +342,7 @@ def _p50_p90(values: list[float]) -> tuple[float, float]:
     if len(values) == 1:
         return values[0], values[0]
     cuts = quantiles(values, n=10, method="inclusive")
-    return round(_median(values), 1), round(cuts[8], 1)
-
-
-def _median(values: list[float]) -> float:
-    ordered = sorted(values)
-    middle = len(ordered) // 2
-    return ordered[middle] if len(ordered) % 2 else (ordered[middle - 1] + ordered[middle]) / 2
+    return round(median(values), 1), round(cuts[8], 1)
 
 
 def _from_rules(

@@ -24,8 +24,18 @@ from itertools import groupby
 from correlate.batch import correlate
 from correlate.catalog import Catalog
 from correlate.events import FIRING, Alert
-from correlate.forecast import TOP, History, Step, StepKey, cascade, place_of, predict, predicted_since
-from correlate.results import Incident, Member
+from correlate.forecast import (
+    TOP,
+    History,
+    Step,
+    StepKey,
+    cascade,
+    place_of,
+    predict,
+    predicted_since,
+    root_member,
+)
+from correlate.results import Incident
 
 NOT_EFFECTS = frozenset({"other", "change"})
 
@@ -118,7 +128,7 @@ def _effects_in(
         return []
     prior = max(earlier, key=lambda known: sum(m.key in incident.alert_keys for m in known.members))
     root_key = _root_key(prior)
-    root = next((m for m in prior.members if m.key == root_key), min(prior.members, key=_fired))
+    root = root_member(prior.members, root_key)
     steps = cascade(prior.members, root_key)
     have = {step.key for step in steps}
     start = min(m.starts_at for m in prior.members)
@@ -130,10 +140,6 @@ def _effects_in(
             continue
         effects[key] = _scored(fleet, member.alertname, key, moment, steps, now, history, catalog)
     return list(effects.values())
-
-
-def _fired(member: Member) -> datetime:
-    return member.starts_at
 
 
 def _scored(

@@ -95,13 +95,13 @@ def next_effects(
     past = past if past is not None else history()
     start = incident.started_at
     catalog, moment, since_start = app_catalog(), now.timestamp(), (now - start).total_seconds()
-    found, similar = predict(steps, past, catalog, moment=moment, now=since_start, limit=limit)
-    live = {p.key for p in found}
-    every, _ = predict(steps, past, catalog, moment=moment, limit=limit + TOP)
+    every, similar = predict(steps, past, catalog, moment=moment, limit=None)
+    live = [p for p in every if p.expires_at >= since_start][:limit]
+    # What was expected and did not come within its p90 lag: the page says so, the API drops it.
+    expired = [p for p in every if p.expires_at < since_start][:TOP]
     return {
-        "effects": [effect_item(p, start, incident.scope) for p in found],
-        # What was expected and did not come within its p90 lag: the page says so, the API drops it.
-        "expired": [effect_item(p, start, incident.scope) for p in every if p.key not in live][:TOP],
+        "effects": [effect_item(p, start, incident.scope) for p in live],
+        "expired": [effect_item(p, start, incident.scope) for p in expired],
         "similar": similar,
         "from": "history" if similar >= MIN_SIMILAR else "rules",
     }
