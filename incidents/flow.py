@@ -14,6 +14,7 @@ import time
 import zlib
 from collections import defaultdict
 from collections.abc import Callable, Iterable
+from datetime import timedelta
 from typing import Any, cast
 
 from celery import current_app
@@ -21,6 +22,8 @@ from celery.contrib.django.task import DjangoTask
 from django.conf import settings
 from django.core.cache import cache
 from django.db import transaction
+from django.db.models import F, Q
+from django.utils import timezone
 
 from incidents.models import Alert, Incident
 
@@ -78,12 +81,17 @@ class DrainSignals:
     A webhook only notes, after its commit, that a signal is owed (a lock, no I/O); one
     background thread per process sends it, at once if the last one is `interval` old, else
     when it is. Every signal is sent after the commits that owed it, so each stored delivery is
-    seen by a drain that starts after its commit (`drain_signal`). A process that dies with a
-    signal owed leaves its deliveries to beat's `requeue_stale_deliveries` (2 minutes), as a
-    lost broker message would; a normal exit sends it (atexit)."""
+    seen by a drain that starts after its commit (`drain_signal`). A signal that fails (Redis
+    down) stays owed and is sent again every `retry_interval` until it goes through. A process
+    that dies with a signal owed leaves its deliveries to beat's `requeue_stale_deliveries`
+    (ROOTLINE_REQUEUE_AFTER_SECONDS), as a lost broker message would; a normal exit sends it (atexit)."""
 
-    def __init__(self, interval: float = 0.1, send: Callable[[], None] | None = None) -> None:
+    def __init__(
+        self, interval: float = 0.1, send: Callable[[], None] | None = None, retry_interval: float = 1.0
+    ) -> None:
         self.interval = interval
+        self.retry_interval = retry_interval
+        self.failing = False
         self.send = send or drain_signal
         self.lock = threading.Lock()
         self.wake = threading.Event()
@@ -120,8 +128,26 @@ class DrainSignals:
             self.next_at = time.monotonic() + self.interval
         try:
             self.send()
-        except Exception:  # noqa: BLE001 - the deliveries stay pending: the next signal or beat's requeue takes them
-            logger.warning("could not signal a drain", exc_info=True)
+        except Exception:  # noqa: BLE001 - the deliveries stay pending and the signal stays owed
+            self.owe_again()
+        else:
+            if self.failing:
+                logger.warning("drain signalled again: the broker is back")
+            self.failing = False
+
+    def owe_again(self) -> None:
+        """The broker or the cache is down: the deliveries are stored; the signal is tried again
+        every `retry_interval`, so what was stored meanwhile (by any process: a drain takes every
+        pending delivery) is drained as soon as they are back, not at beat's next sweep."""
+        if not self.failing:
+            logger.warning(
+                "could not signal a drain; retrying every %g s", self.retry_interval, exc_info=True
+            )
+        self.failing = True
+        with self.lock:
+            self.owed = True
+            self.next_at = time.monotonic() + self.retry_interval
+        self.wake.set()
 
 
 DRAIN_SIGNALS = DrainSignals()
@@ -271,14 +297,16 @@ def key_flag(kind: str, key: str) -> str:
 # Evidence --------------------------------------------------------------------------------
 
 
-def evidence_enqueue(incident_ids: Iterable[int]) -> None:
+def evidence_enqueue(incident_ids: Iterable[int], *, asked: bool = False) -> None:
     """Ask for a collection of each incident once its caller's transaction commits; one
     pending collection per incident is enough, since a run reads the incident as it is then
     (the flag is taken after commit for the reason `correlation_enqueue` gives). With a broker
-    it starts `SETTLE_SECONDS` later, so a burst of changes costs one collection."""
+    it starts `SETTLE_SECONDS` later, so a burst of changes costs one collection. `asked`: a
+    person pressed "Refresh evidence" (Prometheus is back, say): in `ASKED_SECONDS`, whenever
+    the last collection was."""
     ids = sorted({int(pk) for pk in incident_ids if pk})
     if ids:
-        transaction.on_commit(lambda: evidence_enqueue_now(ids), robust=True)
+        transaction.on_commit(lambda: evidence_enqueue_now(ids, asked=asked), robust=True)
 
 
 def evidence_enqueue_for_changes(incident_ids: Iterable[int]) -> None:
@@ -295,9 +323,10 @@ def evidence_enqueue_for_changes(incident_ids: Iterable[int]) -> None:
 # dozens of Prometheus range queries.
 SETTLE_SECONDS = 10
 MIN_INTERVAL_SECONDS = 60
+ASKED_SECONDS = 1
 
 
-def evidence_enqueue_now(incident_ids: list[int]) -> None:
+def evidence_enqueue_now(incident_ids: list[int], *, asked: bool = False) -> None:
     collect_evidence, collect_evidence_each = task(COLLECT_EVIDENCE), task(COLLECT_EVIDENCE_EACH)
     if settings.CELERY_TASK_ALWAYS_EAGER:
         for incident_id in incident_ids:
@@ -317,7 +346,10 @@ def evidence_enqueue_now(incident_ids: list[int]) -> None:
         if evidence_pending_flag(incident_id) in known:
             continue
         last = known.get(evidence_started_key(incident_id))
-        countdown = math.ceil(max(SETTLE_SECONDS, (last + MIN_INTERVAL_SECONDS - now) if last else 0))
+        if asked:
+            countdown = ASKED_SECONDS
+        else:
+            countdown = math.ceil(max(SETTLE_SECONDS, (last + MIN_INTERVAL_SECONDS - now) if last else 0))
         if cache.add(evidence_pending_flag(incident_id), 1, timeout=countdown + 60):
             due[countdown].append(incident_id)
     # One message per moment: a storm's run opens hundreds of incidents at once, and a task sent
@@ -371,6 +403,32 @@ def incidents_awaiting_correlation(incident_ids: list[int]) -> list[int]:
         if Alert.objects.filter(correlation_key=key, correlated=False).exists()
     }
     return [pk for pk in incident_ids if keys.get(pk) in behind]
+
+
+# The sweep looks back this far: an older incident's evidence is refreshed from its page.
+EVIDENCE_SWEEP_HORIZON = timedelta(days=1)
+EVIDENCE_SWEEP_BATCH = 500
+
+
+def evidence_requeue_owed() -> list[int]:
+    """Queue a collection of each incident changed since its last finished collection, at least
+    ROOTLINE_REQUEUE_AFTER_SECONDS ago, with none pending; returns their ids. A collection's
+    message is lost with a worker killed while holding it (back from the broker only after its
+    visibility timeout, an hour), and its pending flag expires: beat calls this every
+    ROOTLINE_SWEEP_SECONDS (`incidents.requeue_evidence`). Those with a collection pending or
+    postponed keep their flag and are left alone (`evidence_enqueue_now`)."""
+    cutoff = timezone.now() - timedelta(seconds=settings.REQUEUE_AFTER_SECONDS)
+    ids = list(
+        Incident.objects.filter(
+            merged_into__isnull=True, updated_at__lt=cutoff, updated_at__gte=cutoff - EVIDENCE_SWEEP_HORIZON
+        )
+        .filter(Q(evidence_collected_at__isnull=True) | Q(evidence_collected_at__lt=F("updated_at")))
+        .order_by("id")
+        .values_list("pk", flat=True)[:EVIDENCE_SWEEP_BATCH]
+    )
+    if ids and not settings.CELERY_TASK_ALWAYS_EAGER:
+        evidence_enqueue_now(ids)
+    return ids
 
 
 def evidence_pending_flag(incident_id: int) -> str:

@@ -361,6 +361,23 @@ def incident_page(incident_id: int) -> dict | None:
         "min_similar": MIN_SIMILAR,
         "postmortem": Postmortem.objects.filter(incidents=incident).only("pk", "status").first(),
         "postmortem_due": postmortem_dues([incident]).get(incident.pk),
+        "evidence_missing": evidence_missing(incident),
+    }
+
+
+def evidence_missing(incident: Incident) -> dict | None:
+    """What of its evidence could not be collected, for the line that says so on the incident page
+    (Prometheus down or too slow, at 2 a.m.: the on-call must know the charts are partial):
+    the signals' count, and the most recent reason."""
+    gaps = list(
+        incident.evidence_gaps.order_by("-last_tried", "signal").values("signal", "error", "last_tried")
+    )
+    if not gaps:
+        return None
+    return {
+        "signals": [gap["signal"] for gap in gaps],
+        "reason": gaps[0]["error"],
+        "at": gaps[0]["last_tried"],
     }
 
 

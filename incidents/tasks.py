@@ -59,6 +59,12 @@ def requeue_uncorrelated() -> int:
     return len(flow.correlation_requeue_waiting())
 
 
+@shared_task(name="incidents.requeue_evidence", ignore_result=True)
+def requeue_evidence() -> int:
+    """Incidents whose evidence collection died with its worker (or whose message was lost) get one."""
+    return len(flow.evidence_requeue_owed())
+
+
 @shared_task(name="incidents.apply_pending_actions", ignore_result=True)
 def apply_pending_actions() -> dict[str, int]:
     """Imported actions whose alerts had not arrived yet, applied once those are stored and correlated."""

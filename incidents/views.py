@@ -167,11 +167,14 @@ def rate_limiter(integration: Integration):
 
     def admit(count: int) -> bool:
         key = f"rootline:rate:{integration.pk}:{int(time.time())}"
-        cache.add(key, 0, timeout=5)
-        used = cache.incr(key, count)
-        if integration.rate_limit is not None and used - count > 0 and used > integration.rate_limit:
-            cache.decr(key, count)
-            return False
+        try:
+            cache.add(key, 0, timeout=5)
+            used = cache.incr(key, count)
+            if integration.rate_limit is not None and used - count > 0 and used > integration.rate_limit:
+                cache.decr(key, count)
+                return False
+        except Exception:  # noqa: BLE001 - no cache to count in (Redis down): a page is worth more than the limit
+            logger.warning("rate limit of integration %s not counted: cache unavailable", integration.pk)
         return True
 
     return admit

@@ -72,6 +72,12 @@ if not SECRET_KEY:
 BASE_URL = os.environ.get("ROOTLINE_BASE_URL", "http://127.0.0.1:8000").rstrip("/")
 MAX_BODY = int(os.environ.get("ROOTLINE_MAX_BODY", str(10 * 1024 * 1024)))
 PROMETHEUS_URL = os.environ.get("PROMETHEUS_URL", "") or None
+# Each query to Prometheus (evidence, postmortem figures, remediation checks) waits at most this
+# long; a slower answer is a gap the next refresh fills, and the rest of that collection is not
+# asked (a Prometheus that slow is treated as down).
+PROMETHEUS_TIMEOUT_SECONDS = (
+    env_whole("ROOTLINE_PROMETHEUS_TIMEOUT_MS", 4000, 100, 120_000, "milliseconds") / 1000
+)
 CATALOG_PATH = os.environ.get("ROOTLINE_CATALOG", "") or None
 # Postmortems (docs/postmortems.md): a team's template, the severity that needs one, its due time.
 POSTMORTEM_TEMPLATE = os.environ.get("ROOTLINE_POSTMORTEM_TEMPLATE", "") or None
@@ -294,6 +300,12 @@ CORRELATION_RANK_EVERY_SECONDS = (
 # An imported action whose alerts have not arrived this long after it was kept (import_actions
 # before import_alerts) expires, naming them, and is no longer retried (incidents/replay.py).
 PENDING_ACTION_TTL_HOURS = env_whole("ROOTLINE_PENDING_ACTION_TTL_HOURS", 24, 1, 8760, "hours")
+# The sweeps that make the database, not the broker, the record of work owed: every this many
+# seconds, beat requeues what was stored and not taken up after REQUEUE_AFTER_SECONDS. A Celery
+# message held by a worker that was killed comes back only after the broker's visibility timeout
+# (an hour), so these bound the delay of a crash, a lost message or a broker outage.
+SWEEP_SECONDS = float(env_whole("ROOTLINE_SWEEP_SECONDS", 60, 1, 3600, "seconds"))
+REQUEUE_AFTER_SECONDS = env_whole("ROOTLINE_REQUEUE_AFTER_SECONDS", 120, 1, 86400, "seconds")
 CELERY_BEAT_SCHEDULE = {
     # Mondays 00:30 UTC: the week that just closed is frozen (its objectives read while Prometheus
     # still holds them); 07:00 UTC, its digest is mailed to ROOTLINE_REVIEW_RECIPIENTS.
@@ -309,16 +321,24 @@ CELERY_BEAT_SCHEDULE = {
     # owners hear of deadlines within 24 hours, of overdue items and of regressions, once a change.
     "remediation-check": {"task": "incidents.remediation_check", "schedule": 300.0},
     "remediation-remind": {"task": "incidents.remediation_remind", "schedule": 300.0},
-    # Every minute: deliveries still pending after a broker outage or a worker crash are enqueued again.
+    # Every ROOTLINE_SWEEP_SECONDS: deliveries still pending ROOTLINE_REQUEUE_AFTER_SECONDS after
+    # they were stored (a broker outage, a worker killed with its messages unacknowledged) are
+    # enqueued again.
     "requeue-stale-deliveries": {
         "task": "incidents.requeue_stale_deliveries",
-        "schedule": 60.0,
+        "schedule": SWEEP_SECONDS,
     },
-    # Every minute: keys whose stored alerts no correlation run has taken (the run's enqueue failed
-    # with the broker or the cache down) are queued again.
+    # Keys whose stored alerts no correlation run has taken (the run's enqueue failed with the
+    # broker or the cache down, or its worker died) are queued again.
     "requeue-uncorrelated": {
         "task": "incidents.requeue_uncorrelated",
-        "schedule": 60.0,
+        "schedule": SWEEP_SECONDS,
+    },
+    # Incidents changed since their last evidence collection with none pending (its worker died
+    # mid-collection, its message was lost) get one.
+    "requeue-evidence": {
+        "task": "incidents.requeue_evidence",
+        "schedule": SWEEP_SECONDS,
     },
     # Every 30 s: actions imported before their alerts, applied once those are stored and correlated
     # (or expired, PENDING_ACTION_TTL_HOURS after they were kept).
@@ -340,8 +360,14 @@ ROOTLINE_INGEST_DRAIN = env_flag(
 ROOTLINE_INTEGRATION_CACHE_SECONDS = float(os.environ.get("ROOTLINE_INTEGRATION_CACHE_SECONDS", "2") or 2)
 
 if CELERY_BROKER_URL and CELERY_BROKER_URL.startswith("redis"):
+    # Short socket timeouts: with Redis down or hung, a flag or a rate-limit count fails within a
+    # second (callers go on without it) instead of holding a webhook or a worker.
     CACHES = {
-        "default": {"BACKEND": "django.core.cache.backends.redis.RedisCache", "LOCATION": CELERY_BROKER_URL}
+        "default": {
+            "BACKEND": "django.core.cache.backends.redis.RedisCache",
+            "LOCATION": CELERY_BROKER_URL,
+            "OPTIONS": {"socket_connect_timeout": 1, "socket_timeout": 2},
+        }
     }
 else:
     CACHES = {"default": {"BACKEND": "django.core.cache.backends.locmem.LocMemCache"}}

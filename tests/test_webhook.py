@@ -202,6 +202,23 @@ def test_over_rate_limit_answers_with_retry_after(make_integration, post_hook, k
 
 
 @pytest.mark.django_db
+def test_a_rate_limit_with_no_cache_to_count_in_admits_and_stores(make_integration, post_hook, monkeypatch):
+    """Redis down (tests/drills/test_redis_outage.py): the limit cannot count, and a lost page
+    is worse than an alert over the limit, so the body is stored and answered 202."""
+    from django.core.cache import cache
+
+    def down(*args, **kwargs):
+        raise ConnectionError("Error 111 connecting to 127.0.0.1:6379. Connection refused.")
+
+    monkeypatch.setattr(cache, "add", down)
+    monkeypatch.setattr(cache, "incr", down)
+    integration = make_integration(rate_limit=1)
+    codes = [post_hook(integration, am_body(am_alert(pod=f"pod-{n}"))).status_code for n in range(3)]
+    assert codes == [202, 202, 202]
+    assert Delivery.objects.filter(integration=integration, status="pending").count() == 3
+
+
+@pytest.mark.django_db
 def test_storage_unavailable_is_503_with_retry_after(make_integration, post_hook):
     from django.db import OperationalError, connection
 

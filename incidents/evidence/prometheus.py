@@ -2,8 +2,9 @@
 
 Every failure, whether connection refused, timeout, HTTP error, a PromQL error or an answer
 that is not JSON, comes out as `PrometheusError` with the URL and the reason, so that callers
-record a gap instead of crashing. Retries are kept to one quick attempt: an incident page
-waiting on a dead Prometheus is worse than a gap that the next refresh fills.
+record a gap instead of crashing. Retries are kept to one quick attempt after a 502-504, none
+after a timeout (ROOTLINE_PROMETHEUS_TIMEOUT_MS): an incident page or a worker waiting on a dead
+or drowning Prometheus is worse than a gap that the next refresh fills.
 """
 
 from __future__ import annotations
@@ -13,12 +14,12 @@ from contextlib import contextmanager
 from datetime import UTC, datetime
 
 import requests
+from django.conf import settings
 from prometheus_api_client import PrometheusApiClientException, PrometheusConnect
+from urllib3.exceptions import ReadTimeoutError
 from urllib3.util.retry import Retry
 
 from incidents.evidence.points import RangeSeries
-
-DEFAULT_TIMEOUT = 10
 
 
 class PrometheusError(Exception):
@@ -32,12 +33,19 @@ class PrometheusError(Exception):
 class PrometheusSource:
     name = "prometheus"
 
-    def __init__(self, url: str, *, timeout: float = DEFAULT_TIMEOUT) -> None:
+    def __init__(self, url: str) -> None:
         self.url = url.rstrip("/")
         retry = Retry(
-            total=1, connect=0, backoff_factor=0.2, status_forcelist=(502, 503, 504), allowed_methods=None
+            total=1,
+            connect=0,
+            read=0,
+            backoff_factor=0.2,
+            status_forcelist=(502, 503, 504),
+            allowed_methods=None,
         )
-        self._client = PrometheusConnect(url=self.url, retry=retry, timeout=timeout)
+        self._client = PrometheusConnect(
+            url=self.url, retry=retry, timeout=settings.PROMETHEUS_TIMEOUT_SECONDS
+        )
 
     def close(self) -> None:
         self._client.close()
@@ -83,11 +91,26 @@ def asking(url: str) -> Iterator[None]:
     bad query) or unreadable."""
     try:
         yield
-    except (requests.ConnectionError, requests.Timeout) as exc:
+    except (requests.Timeout, requests.ConnectionError) as exc:
+        if not timed_out(exc):
+            raise PrometheusError(
+                f"Prometheus at {url} is unreachable: {type(exc).__name__}", unreachable=True
+            ) from exc
         raise PrometheusError(
-            f"Prometheus at {url} is unreachable: {type(exc).__name__}", unreachable=True
+            f"Prometheus at {url} did not answer within {settings.PROMETHEUS_TIMEOUT_SECONDS:g} s "
+            "(ROOTLINE_PROMETHEUS_TIMEOUT_MS)",
+            unreachable=True,
         ) from exc
     except PrometheusApiClientException as exc:
         raise PrometheusError(f"Prometheus at {url} refused the query: {str(exc)[:500]}") from exc
     except (requests.RequestException, ValueError, KeyError, TypeError) as exc:
         raise PrometheusError(f"Prometheus at {url} answered unreadably: {exc}"[:600]) from exc
+
+
+def timed_out(exc: requests.RequestException) -> bool:
+    """A read that timed out: requests says so itself, or (the session retrying 502-504 with no
+    read retry left) as a ConnectionError around urllib3's ReadTimeoutError."""
+    if isinstance(exc, requests.Timeout):
+        return True
+    reason = getattr(exc.args[0], "reason", None) if exc.args else None
+    return isinstance(reason, ReadTimeoutError)

@@ -89,6 +89,12 @@ class Incident(models.Model):
         help_text="its evidence's first crossing into red, kept by evidence collection: with its first "
         "alert, the onset its durations (and the weekly review's) are timed from",
     )
+    evidence_collected_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="when its last evidence collection that finished had started: changed since and no "
+        "collection pending, beat's `incidents.requeue_evidence` asks for one (its worker may have died)",
+    )
     ranking_held = models.BooleanField(
         default=False,
         help_text="its alerts are current but its chain, root and edges wait for the next ranking "

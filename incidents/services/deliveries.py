@@ -14,6 +14,7 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 
+from django.conf import settings
 from django.core.cache import cache
 from django.db import DatabaseError, IntegrityError, transaction
 from django.db.models import F, QuerySet
@@ -331,8 +332,9 @@ def delivery_replay(*, delivery_id: int) -> Delivery:
     return delivery
 
 
-def stale_delivery_ids(*, older_than: timedelta = timedelta(minutes=2), limit: int = 1000) -> list[int]:
-    cutoff = timezone.now() - older_than
+def stale_delivery_ids(*, older_than: timedelta | None = None, limit: int = 1000) -> list[int]:
+    """Deliveries pending or failed for longer than `older_than` (ROOTLINE_REQUEUE_AFTER_SECONDS)."""
+    cutoff = timezone.now() - (older_than or timedelta(seconds=settings.REQUEUE_AFTER_SECONDS))
     return list(
         Delivery.objects.filter(
             status__in=[Delivery.Status.PENDING, Delivery.Status.FAILED], received_at__lt=cutoff

@@ -110,9 +110,17 @@ def evidence_window(alerts: list[Alert], now: datetime) -> Window:
 
 
 def evidence_collect(*, incident_id: int, now: datetime | None = None) -> CollectResult:
+    """Collect the incident's evidence; stamped as collected (`evidence_collected_at`) with the
+    time it started only once it has finished, so one cut short by a dying worker is swept up."""
+    started = django_timezone.now()
+    result = _collect(incident_id, now or started)
+    Incident.objects.filter(pk=incident_id).update(evidence_collected_at=started)
+    return result
+
+
+def _collect(incident_id: int, now: datetime) -> CollectResult:
     cache.delete(evidence_pending_flag(incident_id))
     cache.set(evidence_started_key(incident_id), time.time(), timeout=MIN_INTERVAL_SECONDS)
-    now = now or django_timezone.now()
     incident = Incident.objects.filter(pk=incident_id).first()
     if incident is None:
         return CollectResult(incident_id, skipped="gone")

@@ -419,7 +419,7 @@ def _refresh_evidence(
     *, incident: Incident, user: User, body: dict[str, Any], at: datetime, replay_key: str | None
 ) -> Outcome:
     record(incident, user, "refresh_evidence", at, body, replay_key)
-    evidence_enqueue([incident.pk])
+    evidence_enqueue([incident.pk], asked=True)
     return Outcome([incident], accepted=True)
 
 

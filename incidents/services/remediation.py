@@ -321,6 +321,8 @@ def evaluate(promql: str, now: datetime) -> dict[str, Any]:
         found = source.instant(promql, now.timestamp())
     except PrometheusError as exc:
         check["reason"] = f"could not check: {exc}"
+        if exc.unreachable:
+            check["unreachable"] = True
         return check
     finally:
         source.close()
@@ -338,8 +340,10 @@ def remediation_check_due(*, now: datetime | None = None) -> list[int]:
         check_expr=""
     ):
         if due_for_check(item, now):
-            remediation_check(item=item, now=now)
+            item = remediation_check(item=item, now=now)
             checked.append(item.pk)
+            if (item.last_check or {}).get("unreachable"):
+                break  # Prometheus down or drowning: the rest wait for the next round, not a timeout each
     return checked
 
 

@@ -15,6 +15,7 @@ PINNED = {
     "incidents.process_pending_deliveries",
     "incidents.requeue_stale_deliveries",
     "incidents.requeue_uncorrelated",
+    "incidents.requeue_evidence",
     "incidents.apply_pending_actions",
     "incidents.correlate_key",
     "incidents.collect_evidence",

@@ -3,6 +3,7 @@ fragmentation stayed low for a day after the fix, then came back."""
 
 from __future__ import annotations
 
+import time
 from datetime import UTC, datetime, timedelta
 
 import pytest
@@ -13,11 +14,13 @@ from incidents.models import Incident, RemediationItem
 from incidents.services.remediation import (
     due_for_check,
     remediation_check,
+    remediation_check_due,
     remediation_create,
     remediation_update,
 )
 from tests.conftest import free_port
 from tests.evidence.conftest import prometheus_backfilled_with
+from tests.support.drills import SlowProxy
 
 pytestmark = [pytest.mark.services, pytest.mark.django_db]
 
@@ -111,3 +114,31 @@ def test_prometheus_down_is_could_not_check_with_no_status_change(settings):
     assert item.next_check_at is not None and item.next_check_at > now and not due_for_check(item, now)
     later = remediation_check(item=item, now=now)
     assert later.next_check_at - now > item.next_check_at - now  # backing off
+
+
+def test_a_slow_prometheus_costs_a_round_one_timeout_and_the_rest_wait(history_prometheus, settings):
+    """Prometheus answering after 3 s against a 1 s timeout: the first item due says so and backs
+    off; the round stops there instead of waiting once per item; answering again, all are checked."""
+    settings.PROMETHEUS_TIMEOUT_SECONDS = 1
+    proxy = SlowProxy(history_prometheus, delay=3)
+    settings.PROMETHEUS_URL = proxy.url
+    items = [done_item(LOW) for _ in range(3)]
+    now = FIX + timedelta(hours=24)
+    try:
+        started = time.monotonic()
+        checked = remediation_check_due(now=now)
+        took = time.monotonic() - started
+        assert proxy.requests == 1 and len(checked) == 1 and took < 3
+        first = RemediationItem.objects.get(pk=checked[0])
+        assert first.status == "done" and first.last_check["ok"] is None and first.last_check["unreachable"]
+        assert first.last_check["reason"] == (
+            f"could not check: Prometheus at {proxy.url} did not answer within 1 s"
+            " (ROOTLINE_PROMETHEUS_TIMEOUT_MS)"
+        )
+        assert all(RemediationItem.objects.get(pk=i.pk).last_check is None for i in items if i.pk != first.pk)
+        proxy.delay = 0
+        later = remediation_check_due(now=now + timedelta(hours=1))
+        assert set(later) == {i.pk for i in items}
+        assert all(RemediationItem.objects.get(pk=i.pk).status == "verified" for i in items)
+    finally:
+        proxy.close()

@@ -1,0 +1,75 @@
+"""Redis (the broker and the shared cache) down for a minute: every delivery is accepted and
+stored meanwhile (a rate-limited integration's too: the limit has nowhere to count, a page is
+worth more), `/healthz` says the broker is what is down, and once Redis is back everything stored
+meanwhile is enqueued and processed without waiting for beat's sweep (its default period here)."""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+import requests
+
+from tests.drills.conftest import TOKEN, tails
+from tests.support.drills import Sender, cascade_alerts, grouped_bodies, wait_for
+
+pytestmark = [pytest.mark.services]
+
+OUTAGE_SECONDS = 60
+
+
+def test_redis_down_a_minute_accepts_everything_and_drains_it_when_back(
+    make_stack, private_redis, ledger_of, run_id
+):
+    # Beat's sweeps at their defaults (60 s, 120 s): what is processed within seconds of Redis
+    # coming back was signalled by the web processes, not swept up.
+    stack = make_stack(ROOTLINE_SWEEP_SECONDS="60", ROOTLINE_REQUEUE_AFTER_SECONDS="120")
+    limited = stack.integration(token="limited-token", rate_limit=50)["url"]
+    stack.web(workers=2)
+    stack.workers(1)
+    stack.beat()
+    ledger = ledger_of(stack)
+    t0 = time.time() - 60
+    waves = [grouped_bodies(cascade_alerts(f"gpu-redis-{n:02d}", 4, t0, run_id)) for n in range(12)]
+    expected = sum(len(cascade_alerts("x", 4, t0, run_id)) for _ in waves)
+
+    before = Sender([stack.url(stack.hook)], TOKEN).send(waves[0])
+    assert before.delivered == len(waves[0])
+    wait_for(lambda: ledger.settled(len(cascade_alerts("x", 4, t0, run_id))), timeout=60, what="first wave")
+
+    private_redis.stop()
+    down_at = time.monotonic()
+    clock = time.monotonic()
+    health = requests.get(stack.url("/healthz"), timeout=10)
+    health_seconds = time.monotonic() - clock
+    assert health.status_code == 503 and health.json()["broker"].startswith("error")
+    assert health.json()["database"] == "ok" and health_seconds < 5
+
+    during = []
+    for number, wave in enumerate(waves[1:]):
+        url, token = (limited, "limited-token") if number % 2 else (stack.hook, TOKEN)
+        during.append(Sender([stack.url(url)], token, give_up_after=0).send(wave))
+        time.sleep(max(0.0, (number + 1) * OUTAGE_SECONDS / len(waves) - (time.monotonic() - down_at)))
+    statuses: dict[int, int] = {}
+    for sent in during:
+        for status, count in sent.statuses().items():
+            statuses[status] = statuses.get(status, 0) + count
+    assert statuses == {202: sum(len(wave) for wave in waves[1:])}, statuses
+    assert max(sent.percentile(1.0) for sent in during) < 5
+    stored_meanwhile = ledger.deliveries()
+    assert stored_meanwhile.get("pending", 0) == sum(len(wave) for wave in waves[1:]), stored_meanwhile
+    time.sleep(max(0.0, OUTAGE_SECONDS - (time.monotonic() - down_at)))
+
+    private_redis.start()
+    back_at = time.monotonic()
+    try:
+        wait_for(lambda: ledger.settled(expected), timeout=90, what="everything stored meanwhile processed")
+    except Exception:
+        pytest.fail(f"{ledger.deliveries()} {ledger.uncorrelated()} uncorrelated\n{tails(stack)}")
+    drained_after = time.monotonic() - back_at
+    assert drained_after < 45, f"drained {drained_after:.0f} s after Redis came back: swept, not signalled"
+    assert requests.get(stack.url("/healthz"), timeout=10).status_code == 200
+    occurrences = ledger.occurrences()
+    assert len(occurrences) == len(set(occurrences)) == expected
+    assert ledger.duplicate_roots() == []
+    assert sorted(len(ids) for ids in ledger.incidents_by_key().values()) == [1] * len(waves)
