@@ -220,3 +220,45 @@ def _luminance(css_color: str) -> float:
 
 def _cookie(page, name: str) -> str:
     return next(c["value"] for c in page.context.cookies() if c["name"] == name)
+
+
+def test_an_incident_with_evidence_missing_says_so_at_desktop_and_phone_width(
+    live_server, browser, make_integration, deliver, screenshot_dir
+):
+    """Prometheus timed out (tests/drills/test_prometheus_faults.py): the on-call sees at the top
+    of the incident that its charts are partial, and why, without a sideways scroll on a phone."""
+    from django.utils import timezone
+
+    from incidents.models import EvidenceGap
+
+    integration = make_integration()
+    for alert in cascade():
+        deliver(integration, am_body(alert))
+    incident = Alert.objects.get(alertname="LLMContainerOOMKilled").incident
+    reason = (
+        "Prometheus at http://prometheus-k8s.monitoring.svc.cluster.local:9090/very/long/path/with/no/breaks"
+        " did not answer within 4 s (ROOTLINE_PROMETHEUS_TIMEOUT_MS) <b>not bold</b>"
+    )
+    now = timezone.now()
+    for signal in ("kv_pool_usage", "kv_fragmentation", "queue_wait", "ttft_p99", "restarts", "oom_killed"):
+        EvidenceGap.objects.create(incident=incident, signal=signal, error=reason, since=now, last_tried=now)
+    person("oncall", "responder")
+    for name, viewport, scheme in (
+        ("incident-evidence-missing-desktop", {"width": 1360, "height": 900}, "light"),
+        ("incident-evidence-missing-phone", PHONE, "dark"),
+    ):
+        context = browser.new_context(viewport=viewport, color_scheme=scheme)
+        page = context.new_page()
+        sign_in(page, live_server, "oncall")
+        page.goto(live_server.url + f"/incidents/{incident.pk}/")
+        line = page.locator(".evidence-missing")
+        assert line.is_visible()
+        text = line.inner_text()
+        assert "Evidence incomplete: 6 signals could not be collected" in text
+        assert "did not answer within 4 s" in text and "<b>not bold</b>" in text  # escaped, not markup
+        assert line.bounding_box()["y"] < viewport["height"]  # above the fold
+        assert page.evaluate("document.documentElement.scrollWidth") <= viewport["width"]
+        page.screenshot(path=str(screenshot_dir / f"{name}.png"), full_page=False)
+        page.click(".evidence-missing a")
+        assert page.locator("#gaps").is_visible()
+        context.close()
