@@ -8,7 +8,7 @@ at a named rate by senders that retry a 5xx or a dropped connection as Alertmana
     bench/drills/load.py --profile ramp              # 500 -> 1,000/s in 2 min, 1,000/s for 30 min
     bench/drills/load.py --profile spike             # 500/s 1 min, 5,000/s for 5 min, 500/s 2 min
     bench/drills/load.py --profile mix               # 500/s, 10 min, 3:7 of 10,000- and 1-alert bodies
-    bench/drills/load.py --profile knee              # 60 s at each of 250 ... 8,000/s: where it falls behind
+    bench/drills/load.py --profile knee              # 60 s at each of 250 ... 4,000/s: where it falls behind
     bench/drills/load.py --profile steady --scale 0.05   # the same shape, a twentieth as long
 
 Prints one JSON line (and appends it to bench/results/drills.jsonl): pass (nothing lost: every
@@ -76,7 +76,7 @@ def rate_at(profile: str, t: float, scale: float) -> float:
 
 
 DURATION_MINUTES = {"steady": 30, "ramp": 32, "spike": 8, "mix": 10, "knee": None}
-KNEE_STEPS = [250, 500, 1000, 2000, 4000, 8000]
+KNEE_STEPS = [250, 500, 1000, 2000, 3000, 4000]
 
 
 def schedule(profile: str, scale: float, per_body: int, seed: int) -> list[tuple[float, int]]:

@@ -98,7 +98,7 @@ def test_import_metrics_asks_for_evidence_of_incidents_it_covers(
     with mock.patch("incidents.flow.evidence_enqueue_now") as enqueue:
         with django_capture_on_commit_callbacks(execute=True):
             import_metrics(story_file)
-    enqueue.assert_called_once_with([incident.pk])
+    enqueue.assert_called_once_with([incident.pk], asked=False)  # an import is no person asking
 
 
 def test_prometheus_unset_builds_evidence_from_the_local_store(story_file, story_incident, settings):
