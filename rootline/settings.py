@@ -297,6 +297,9 @@ CORRELATION_SLICE = env_whole("ROOTLINE_CORRELATION_SLICE", 3000, 100, 100_000, 
 CORRELATION_RANK_EVERY_SECONDS = (
     env_whole("ROOTLINE_CORRELATION_RANK_EVERY_MS", 5000, 0, 600_000, "milliseconds") / 1000
 )
+# A correlation worker keeps at most this many alerts of engine state, all its clusters together
+# (about 14 KB an alert: 200,000 ~ 2.8 GB); beyond it, runs rebuild their cluster from the window.
+CORRELATION_KEPT_ALERTS = env_whole("ROOTLINE_CORRELATION_KEPT_ALERTS", 200_000, 1_000, 50_000_000, "alerts")
 # An imported action whose alerts have not arrived this long after it was kept (import_actions
 # before import_alerts) expires, naming them, and is no longer retried (incidents/replay.py).
 PENDING_ACTION_TTL_HOURS = env_whole("ROOTLINE_PENDING_ACTION_TTL_HOURS", 24, 1, 8760, "hours")

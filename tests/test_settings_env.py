@@ -8,6 +8,8 @@ import subprocess
 import sys
 from pathlib import Path
 
+import pytest
+
 ROOT = Path(__file__).resolve().parent.parent
 PROBE = (
     "import json, django; from django.conf import settings; django.setup();"
@@ -128,3 +130,20 @@ def test_pending_action_ttl_is_whole_hours_up_to_a_year(tmp_path):
             result.returncode != 0
             and "ROOTLINE_PENDING_ACTION_TTL_HOURS must be a whole number of hours" in result.stderr
         ), bad
+
+
+@pytest.mark.parametrize(
+    "name,unit,good,bad",
+    [
+        ("ROOTLINE_SWEEP_SECONDS", "seconds", ("1", "60", "3600"), ("0", "-5", "1.5", "3601", "soon")),
+        ("ROOTLINE_REQUEUE_AFTER_SECONDS", "seconds", ("1", "120", "86400"), ("0", "2m", "86401")),
+        ("ROOTLINE_PROMETHEUS_TIMEOUT_MS", "milliseconds", ("100", "4000", "120000"), ("99", "4s", "120001")),
+        ("ROOTLINE_CORRELATION_KEPT_ALERTS", "alerts", ("1000", "200000"), ("999", "1e6", "50000001")),
+    ],
+)
+def test_the_drills_settings_are_bounded_whole_numbers(tmp_path, name, unit, good, bad):
+    for value in good:
+        assert run_settings(tmp_path, **{name: value}).returncode == 0, value
+    for value in bad:
+        result = run_settings(tmp_path, **{name: value})
+        assert result.returncode != 0 and f"{name} must be a whole number of {unit}" in result.stderr, value

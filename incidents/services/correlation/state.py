@@ -42,10 +42,11 @@ MAX_KEPT_KEYS = 256
 # the run (bench/correlate/peer_storm.py).
 BIG_INCIDENT = 500
 RANK_EVERY_SECONDS = settings.CORRELATION_RANK_EVERY_SECONDS  # ROOTLINE_CORRELATION_RANK_EVERY_MS, 5 s
-# Alerts held by all of a process's states together (each costs memory with its engine entry;
-# the measured size is in bench/results/history.md):
-# past this, the least recently used states are dropped and their keys rebuild from the window.
-MAX_KEPT_ALERTS = 200_000
+# Alerts held by all of a process's states together (each costs memory with its engine entry,
+# about 14 KB: bench/results/history.md): past this, the least recently used states are dropped
+# and their keys rebuild from the window. ROOTLINE_CORRELATION_KEPT_ALERTS, 200,000 (~2.8 GB);
+# a shard whose clusters hold more rebuilds on every run (docs/benchmarks.md, "Known limits").
+MAX_KEPT_ALERTS = settings.CORRELATION_KEPT_ALERTS
 
 
 @dataclass(eq=False)
