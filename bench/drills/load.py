@@ -43,17 +43,8 @@ sys.path.insert(0, str(ROOT / "bench"))
 import calibrate  # noqa: E402  (bench/calibrate.py: how fast the machine runs plain Python now)
 from e2e_harness import Deliveries, poller, stop_group, summary  # noqa: E402
 
-from tests.support.drills import (  # noqa: E402
-    CASCADE,
-    Ledger,
-    PrivatePostgres,
-    PrivateRedis,
-    Stack,
-    free_port,
-    rfc3339,
-    wait_for,
-    webhook_body,
-)
+from tests.support.drill_traffic import CASCADE, Ledger, rfc3339, webhook_body  # noqa: E402
+from tests.support.drills import PrivatePostgres, PrivateRedis, Stack, free_port, wait_for  # noqa: E402
 
 POD_NAMES = [(name, kind) for name, kind, _ in CASCADE if kind != "model"]  # every alert its own identity
 CLUSTERS = 8

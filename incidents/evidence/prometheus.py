@@ -92,15 +92,12 @@ def asking(url: str) -> Iterator[None]:
     try:
         yield
     except (requests.Timeout, requests.ConnectionError) as exc:
-        if not timed_out(exc):
-            raise PrometheusError(
-                f"Prometheus at {url} is unreachable: {type(exc).__name__}", unreachable=True
-            ) from exc
-        raise PrometheusError(
-            f"Prometheus at {url} did not answer within {settings.PROMETHEUS_TIMEOUT_SECONDS:g} s "
-            "(ROOTLINE_PROMETHEUS_TIMEOUT_MS)",
-            unreachable=True,
-        ) from exc
+        if timed_out(exc):
+            seconds = settings.PROMETHEUS_TIMEOUT_SECONDS
+            why = f"did not answer within {seconds:g} s (ROOTLINE_PROMETHEUS_TIMEOUT_MS)"
+        else:
+            why = f"is unreachable: {type(exc).__name__}"
+        raise PrometheusError(f"Prometheus at {url} {why}", unreachable=True) from exc
     except PrometheusApiClientException as exc:
         raise PrometheusError(f"Prometheus at {url} refused the query: {str(exc)[:500]}") from exc
     except (requests.RequestException, ValueError, KeyError, TypeError) as exc:

@@ -15,7 +15,7 @@ import pytest
 from tests.conftest import missing, require_binary
 from tests.evidence import story_openmetrics
 from tests.evidence.conftest import MODEL, NAMESPACE, STORY_START, at
-from tests.support import drills
+from tests.support import drill_traffic, drills
 
 # The sweeps that requeue what a crash or an outage left behind, sped up so a drill ends in
 # seconds: the defaults (60 s, 120 s) would make each wait minutes for the same behaviour.
@@ -72,7 +72,7 @@ def make_stack(private_postgres, private_redis, tmp_path: Path):
 
 @pytest.fixture
 def ledger_of():
-    return lambda stack: drills.Ledger(stack.database_url)
+    return lambda stack: drill_traffic.Ledger(stack.database_url)
 
 
 @pytest.fixture
@@ -147,9 +147,9 @@ def story_bodies() -> list[bytes]:
                 **labels,
             },
             "annotations": {"summary": f"{name} in the story"},
-            "startsAt": drills.rfc3339(at(minute).timestamp()),
-            "endsAt": drills.rfc3339(at(85).timestamp()),
+            "startsAt": drill_traffic.rfc3339(at(minute).timestamp()),
+            "endsAt": drill_traffic.rfc3339(at(85).timestamp()),
         }
         for name, minute, labels in STORY_ALERTS
     ]
-    return drills.grouped_bodies(alerts)
+    return drill_traffic.grouped_bodies(alerts)

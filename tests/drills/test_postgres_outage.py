@@ -13,7 +13,8 @@ import requests
 
 from tests.drills.conftest import TOKEN, tails
 from tests.support.alertmanager import Alertmanager, make_alert
-from tests.support.drills import cascade_alerts, wait_for
+from tests.support.drill_traffic import cascade_alerts
+from tests.support.drills import wait_for
 
 pytestmark = [pytest.mark.services]
 

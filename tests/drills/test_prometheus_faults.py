@@ -12,7 +12,8 @@ import pytest
 import requests
 
 from tests.drills.conftest import TOKEN, tails
-from tests.support.drills import Sender, wait_for
+from tests.support.drill_traffic import Sender
+from tests.support.drills import wait_for
 
 pytestmark = [pytest.mark.services]
 

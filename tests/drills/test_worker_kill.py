@@ -11,7 +11,8 @@ import time
 import pytest
 
 from tests.drills.conftest import TOKEN, tails
-from tests.support.drills import Sender, cascade_alerts, grouped_bodies, wait_for
+from tests.support.drill_traffic import Sender, cascade_alerts, grouped_bodies
+from tests.support.drills import wait_for
 
 pytestmark = [pytest.mark.services]
 
