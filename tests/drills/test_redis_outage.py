@@ -11,7 +11,8 @@ import pytest
 import requests
 
 from tests.drills.conftest import TOKEN, tails
-from tests.support.drills import Sender, cascade_alerts, grouped_bodies, wait_for
+from tests.support.drill_traffic import Sender, cascade_alerts, grouped_bodies
+from tests.support.drills import wait_for
 
 pytestmark = [pytest.mark.services]
 
@@ -63,11 +64,13 @@ def test_redis_down_a_minute_accepts_everything_and_drains_it_when_back(
     private_redis.start()
     back_at = time.monotonic()
     try:
-        wait_for(lambda: ledger.settled(expected), timeout=90, what="everything stored meanwhile processed")
+        wait_for(lambda: ledger.settled(expected), timeout=150, what="everything stored meanwhile processed")
     except Exception:
         pytest.fail(f"{ledger.deliveries()} {ledger.uncorrelated()} uncorrelated\n{tails(stack)}")
     drained_after = time.monotonic() - back_at
-    assert drained_after < 45, f"drained {drained_after:.0f} s after Redis came back: swept, not signalled"
+    # The last bodies were stored just before Redis came back: beat's sweep (120 s old, every 60 s)
+    # could not take them before 120 s; the worker's own reconnection backs off up to ~30 s.
+    assert drained_after < 90, f"drained {drained_after:.0f} s after Redis came back: swept, not signalled"
     assert requests.get(stack.url("/healthz"), timeout=10).status_code == 200
     occurrences = ledger.occurrences()
     assert len(occurrences) == len(set(occurrences)) == expected
