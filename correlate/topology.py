@@ -153,7 +153,14 @@ def relations(
         common = a.gateway_keys & b.gateway_keys
         if any(k.count("~") != 1 for k in common) or _versions_agree(a, b):
             found.add("gateway")
-    return frozenset(found)
+    found_set = frozenset(found)
+    return _RELATION_SETS.setdefault(found_set, found_set)
+
+
+# The relation sets that occur are few (a few dozen combinations), while the engine keeps one per
+# pair of scopes it compared (`Linker._relations_cache`): one frozenset each was the largest share
+# of a kept correlation state's memory (bench/correlate/kept_memory.py). Equal sets share one.
+_RELATION_SETS: dict[frozenset[str], frozenset[str]] = {}
 
 
 @lru_cache(maxsize=65536)

@@ -297,9 +297,31 @@ CORRELATION_SLICE = env_whole("ROOTLINE_CORRELATION_SLICE", 3000, 100, 100_000, 
 CORRELATION_RANK_EVERY_SECONDS = (
     env_whole("ROOTLINE_CORRELATION_RANK_EVERY_MS", 5000, 0, 600_000, "milliseconds") / 1000
 )
-# A correlation worker keeps at most this many alerts of engine state, all its clusters together
-# (about 14 KB an alert: 200,000 ~ 2.8 GB); beyond it, runs rebuild their cluster from the window.
-CORRELATION_KEPT_ALERTS = env_whole("ROOTLINE_CORRELATION_KEPT_ALERTS", 200_000, 1_000, 50_000_000, "alerts")
+# A correlation worker keeps at most this many alerts of engine state, all its clusters together;
+# beyond it, runs rebuild their cluster from the window, far slower. By default the shards share
+# KEPT_STATE_MEMORY_SHARE of the machine's memory (or of its cgroup's limit) at KEPT_ALERT_BYTES an
+# alert (bench/correlate/kept_memory.py): the state is what a long storm needs memory for.
+KEPT_STATE_MEMORY_SHARE = 0.4
+KEPT_ALERT_BYTES = 10_000
+
+
+def memory_bytes() -> int:
+    """The machine's memory, or the cgroup's limit when it is lower (a container)."""
+    total = os.sysconf("SC_PHYS_PAGES") * os.sysconf("SC_PAGE_SIZE")
+    try:
+        limit = Path("/sys/fs/cgroup/memory.max").read_text().strip()
+    except OSError:
+        return total
+    return min(total, int(limit)) if limit.isdigit() else total
+
+
+CORRELATION_KEPT_ALERTS = env_whole(
+    "ROOTLINE_CORRELATION_KEPT_ALERTS",
+    max(50_000, int(memory_bytes() * KEPT_STATE_MEMORY_SHARE / CORRELATION_SHARDS / KEPT_ALERT_BYTES)),
+    1_000,
+    50_000_000,
+    "alerts",
+)
 # An imported action whose alerts have not arrived this long after it was kept (import_actions
 # before import_alerts) expires, naming them, and is no longer retried (incidents/replay.py).
 PENDING_ACTION_TTL_HOURS = env_whole("ROOTLINE_PENDING_ACTION_TTL_HOURS", 24, 1, 8760, "hours")

@@ -147,3 +147,31 @@ def test_the_drills_settings_are_bounded_whole_numbers(tmp_path, name, unit, goo
     for value in bad:
         result = run_settings(tmp_path, **{name: value})
         assert result.returncode != 0 and f"{name} must be a whole number of {unit}" in result.stderr, value
+
+
+KEPT_PROBE = (
+    "import json, django; from django.conf import settings; django.setup();"
+    "from rootline.settings import memory_bytes;"
+    "print(json.dumps([settings.CORRELATION_KEPT_ALERTS, memory_bytes()]))"
+)
+
+
+@pytest.mark.parametrize("shards", ["1", "2", "4"])
+def test_kept_alerts_default_to_a_share_of_memory_split_between_the_shards(tmp_path, shards):
+    clean = {key: value for key, value in os.environ.items() if key not in ROOTLINE_VARS}
+    clean.pop("ROOTLINE_CORRELATION_KEPT_ALERTS", None)
+    clean.update(
+        {
+            "DJANGO_SETTINGS_MODULE": "rootline.settings",
+            "ROOTLINE_DATA_DIR": str(tmp_path),
+            "ROOTLINE_CORRELATION_SHARDS": shards,
+        }
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", KEPT_PROBE], cwd=ROOT, env=clean, capture_output=True, text=True, timeout=60
+    )
+    kept, memory = json.loads(result.stdout)
+    with open("/proc/meminfo") as meminfo:
+        total = int(meminfo.readline().split()[1]) * 1024  # MemTotal, kB
+    assert memory <= total * 1.01
+    assert kept == max(50_000, int(memory * 0.4 / int(shards) / 10_000))

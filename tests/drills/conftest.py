@@ -4,6 +4,8 @@ against them, all stopped at the end."""
 
 from __future__ import annotations
 
+import os
+import re
 import subprocess
 import uuid
 from collections.abc import Iterator
@@ -81,9 +83,29 @@ def run_id() -> str:
     return uuid.uuid4().hex[:8]
 
 
+# What a failing drill's message keeps of a log: CI shows the start and the end of a failure's
+# output, so each process gets its notable lines (a broker lost, a task failed) and its last few,
+# workers first, rather than a long tail of the web process's tracebacks.
+NOTABLE = re.compile(r"WARNING|ERROR|CRITICAL|Connected to|Traceback")
+
+
 def tails(stack: drills.Stack) -> str:
-    """The end of every process's log, for a failing drill's message."""
-    return "\n".join(f"--- {p.name} ---\n{p.tail(25)}" for p in stack.processes)
+    lines = int(os.environ.get("DRILL_TAIL_LINES", "8"))
+    ordered = sorted(stack.processes, key=lambda p: (p.name.startswith(("web", "beat")), p.name))
+    return "\n".join(f"--- {p.name} ---\n{digest(p.tail(5000), lines)}" for p in ordered)
+
+
+def digest(log: str, lines: int) -> str:
+    """The log's notable lines (each distinct one once, the last `lines` of them), how many tasks
+    it received since it last connected to the broker, and its last lines."""
+    every = log.splitlines()
+    notable = list(dict.fromkeys(line[:240] for line in every if NOTABLE.search(line)))
+    connected = max((n for n, line in enumerate(every) if "Connected to" in line), default=0)
+    received = sum(" received" in line for line in every[connected:])
+    return "\n".join(
+        ["  notable:", *notable[-lines:], f"  tasks received since it last connected: {received}", "  last:"]
+        + [line[:240] for line in every[-lines:]]
+    )
 
 
 @pytest.fixture(scope="session")

@@ -8,15 +8,28 @@ from __future__ import annotations
 import time
 
 import pytest
+import redis
 import requests
 
 from tests.drills.conftest import TOKEN, tails
 from tests.support.drill_traffic import Sender, cascade_alerts, grouped_bodies
-from tests.support.drills import wait_for
+from tests.support.drills import QUEUES, wait_for
 
 pytestmark = [pytest.mark.services]
 
 OUTAGE_SECONDS = 60
+
+
+def broker_state(private_redis) -> dict[str, int]:
+    """What waits in the broker: each queue's length, messages held unacknowledged, flags set."""
+    client = redis.Redis(port=private_redis.port, socket_timeout=2)
+    try:
+        state = {queue: client.llen(queue) for queue in QUEUES.values()}
+        state["unacked"] = client.hlen("unacked")
+        state["flags"] = sum(1 for _ in client.scan_iter("*rootline:*", count=1000))
+        return state
+    except redis.RedisError as error:
+        return {f"unreadable: {error}": 0}
 
 
 def test_redis_down_a_minute_accepts_everything_and_drains_it_when_back(
@@ -66,7 +79,10 @@ def test_redis_down_a_minute_accepts_everything_and_drains_it_when_back(
     try:
         wait_for(lambda: ledger.settled(expected), timeout=150, what="everything stored meanwhile processed")
     except Exception:
-        pytest.fail(f"{ledger.deliveries()} {ledger.uncorrelated()} uncorrelated\n{tails(stack)}")
+        pytest.fail(
+            f"{ledger.deliveries()} {ledger.uncorrelated()} uncorrelated; "
+            f"broker: {broker_state(private_redis)}\n{tails(stack)}"
+        )
     drained_after = time.monotonic() - back_at
     # The last bodies were stored just before Redis came back: beat's sweep (120 s old, every 60 s)
     # could not take them before 120 s; the worker's own reconnection backs off up to ~30 s.

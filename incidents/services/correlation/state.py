@@ -43,9 +43,10 @@ MAX_KEPT_KEYS = 256
 BIG_INCIDENT = 500
 RANK_EVERY_SECONDS = settings.CORRELATION_RANK_EVERY_SECONDS  # ROOTLINE_CORRELATION_RANK_EVERY_MS, 5 s
 # Alerts held by all of a process's states together (each costs memory with its engine entry,
-# about 14 KB: bench/results/history.md): past this, the least recently used states are dropped
-# and their keys rebuild from the window. ROOTLINE_CORRELATION_KEPT_ALERTS, 200,000 (~2.8 GB);
-# a shard whose clusters hold more rebuilds on every run (docs/benchmarks.md, "Known limits").
+# about 9 KB: bench/correlate/kept_memory.py): past this, the least recently used states are
+# dropped and their keys rebuild from the window. ROOTLINE_CORRELATION_KEPT_ALERTS, by default a
+# share of the machine's memory (rootline/settings.py); a shard whose clusters hold more rebuilds
+# on every run (docs/benchmarks.md, "Known limits").
 MAX_KEPT_ALERTS = settings.CORRELATION_KEPT_ALERTS
 
 
