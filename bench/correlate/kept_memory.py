@@ -4,7 +4,8 @@ resident memory, split between the stored rows it holds and the engine, for aler
 bench/drills/load.py's shape (cascades over pods, one cluster). ROOTLINE_CORRELATION_KEPT_ALERTS
 is set from this figure.
 
-    DATABASE_URL=postgres://postgres@127.0.0.1:5432/rootline_bench bench/correlate/kept_memory.py --alerts 20000
+    DATABASE_URL=postgres://postgres@127.0.0.1:5432/rootline_bench \
+        bench/correlate/kept_memory.py --alerts 20000
 
 The database is emptied first: give it one of its own (createdb; the script migrates it).
 """
@@ -32,6 +33,10 @@ def resident_bytes() -> int:
         return int(statm.read().split()[1]) * os.sysconf("SC_PAGE_SIZE")
 
 
+def per_alert(sizes: dict[str, int], held: int) -> dict[str, int]:
+    return {name: round(size / max(held, 1)) for name, size in sizes.items()}
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--alerts", type=int, default=20_000)
@@ -45,10 +50,10 @@ def main(argv: list[str] | None = None) -> int:
     import django
 
     django.setup()
+    import load  # bench/drills/load.py: the drills' bodies
     from django.core.management import call_command
     from django.utils import timezone
 
-    import load  # bench/drills/load.py: the drills' bodies
     from correlate.ingest import alertmanager
     from incidents.models import Alert, Delivery
     from incidents.services.alerts import alerts_upsert
@@ -66,11 +71,13 @@ def main(argv: list[str] | None = None) -> int:
     for number in range(bodies):  # stored as a drain stores them; correlated below, in one run
         story, step = divmod(number, len(load.POD_NAMES))
         # stories 0, 8, 16, ...: every body in cluster gpu-load-0, one correlation key
-        body = load.body_of(story * load.CLUSTERS * len(load.POD_NAMES) + step, args.per_body, "m", started_at + number * every)
+        number_in_cluster = story * load.CLUSTERS * len(load.POD_NAMES) + step
+        body = load.body_of(number_in_cluster, args.per_body, "m", started_at + number * every)
         delivery = Delivery.objects.create(
             integration=integration, body=body, status="processed", received_at=timezone.now()
         )
-        alerts_upsert(integration=integration, delivery=delivery, parsed=alertmanager.parse(body, None).alerts)
+        parsed = alertmanager.parse(body, None).alerts
+        alerts_upsert(integration=integration, delivery=delivery, parsed=parsed)
     key = Alert.objects.values_list("correlation_key", flat=True).first()
     stored = Alert.objects.filter(correlation_key=key).count()
 
@@ -112,8 +119,8 @@ def main(argv: list[str] | None = None) -> int:
                 "window_run_s": round(seconds, 2),
                 "heap_bytes_per_alert": round(heap / max(held, 1)),
                 "resident_bytes_per_alert": round(rss / max(held, 1)),
-                "heap_by_file_bytes_per_alert": {name: round(size / max(held, 1)) for name, size in top.items()},
-                "heap_by_line_bytes_per_alert": {name: round(size / max(held, 1)) for name, size in lines.items()},
+                "heap_by_file_bytes_per_alert": per_alert(top, held),
+                "heap_by_line_bytes_per_alert": per_alert(lines, held),
             },
             indent=1,
         )
