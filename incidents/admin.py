@@ -1,9 +1,15 @@
 from django.contrib import admin, messages
+from rest_framework.authtoken.models import TokenProxy
 
 from incidents import services
 from incidents.models import Alert, AuditRecord, Delivery, Integration, PendingAction
 from incidents.services.integrations import integration_admin_save
 from incidents.services.roles import acting_user, has_role
+
+# API tokens are minted by `manage.py api_token` and kept hashed (incidents.ApiToken); DRF's own
+# token admin would make keys kept in clear, which the API no longer accepts.
+if admin.site.is_registered(TokenProxy):
+    admin.site.unregister(TokenProxy)
 
 
 class RoleAdmin(admin.ModelAdmin):

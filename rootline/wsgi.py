@@ -77,6 +77,7 @@ def lean_enabled() -> bool:
         "django.middleware.clickjacking.XFrameOptionsMiddleware",  # applied below
         "rootline.middleware.TimeZoneMiddleware",  # pages only: hooks answer in UTC, the default
         "csp.middleware.CSPMiddleware",  # applied below
+        "axes.middleware.AxesMiddleware",  # sign-in lockout: a webhook's token is not a sign-in
     }
     return set(settings.MIDDLEWARE) <= known and not settings.DISALLOWED_USER_AGENTS
 

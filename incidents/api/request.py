@@ -7,11 +7,14 @@ from rest_framework import authentication, parsers
 from rest_framework.exceptions import AuthenticationFailed, ParseError
 
 from correlate.ingest.common import MAX_JSON_DEPTH, PayloadError, _check_parsed_depth
+from incidents.services.api_tokens import api_token_user
 
 
 class TokenAuthentication(authentication.TokenAuthentication):
-    """`Authorization: Token <key>`. A key holding NUL reached PostgreSQL, which refuses it in
-    text (a 500); a header that is not Latin-1 text failed DRF's encoding of it (a 500 too)."""
+    """`Authorization: Token <key>`, the key checked against the hashed tokens `manage.py
+    api_token` mints (`api_token_user`), not DRF's table of keys in clear. A key holding NUL
+    reached PostgreSQL, which refuses it in text (a 500); a header that is not Latin-1 text
+    failed DRF's encoding of it (a 500 too)."""
 
     def authenticate(self, request):
         try:
@@ -24,7 +27,10 @@ class TokenAuthentication(authentication.TokenAuthentication):
     def authenticate_credentials(self, key: str):
         if "\x00" in key:
             raise AuthenticationFailed("Invalid token.")
-        return super().authenticate_credentials(key)
+        user = api_token_user(key)
+        if user is None:
+            raise AuthenticationFailed("Invalid token.")
+        return user, None
 
 
 class JSONParser(parsers.JSONParser):

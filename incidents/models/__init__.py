@@ -25,13 +25,14 @@ from incidents.models.ingest import (
     storable_id,
     token_digest,
 )
-from incidents.models.people import Profile
+from incidents.models.people import ApiToken, Profile
 from incidents.models.postmortems import Postmortem, PostmortemComment, PostmortemRevision
 from incidents.models.remediation import RemediationItem
 from incidents.models.review import ReviewWeek
 
 __all__ = [
     "Alert",
+    "ApiToken",
     "AlertQuerySet",
     "AuditRecord",
     "CorrelationLock",

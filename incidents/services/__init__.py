@@ -1,9 +1,11 @@
 """Rootline's writes: plain functions that views, tasks, admin actions and management commands
-all call. `integrations` (senders and tokens), `deliveries` (what webhooks received and how it
-is processed), `alerts` (occurrences), `incidents` (what people do to incidents), `matrix` (the
-root-cause matrix); `errors` (the one error type, `RootlineError`, with its codes) and `roles`."""
+all call. `integrations` (senders and their tokens), `api_tokens` (the API's), `deliveries` (what
+webhooks received and how it is processed), `alerts` (occurrences), `incidents` (what people do to
+incidents), `matrix` (the root-cause matrix); `errors` (the one error type, `RootlineError`, with
+its codes) and `roles`."""
 
 from incidents.services.alerts import alerts_upsert
+from incidents.services.api_tokens import api_token_issue, api_token_user
 from incidents.services.deliveries import (
     Receipt,
     deliveries_drain,
@@ -16,9 +18,9 @@ from incidents.services.deliveries import (
 )
 from incidents.services.errors import RootlineError
 from incidents.services.integrations import (
-    api_token_issue,
     integration_add,
     integration_authenticate,
+    integration_rotate,
     roles_ensure,
 )
 from incidents.services.roles import ROLES
@@ -29,6 +31,7 @@ __all__ = [
     "RootlineError",
     "alerts_upsert",
     "api_token_issue",
+    "api_token_user",
     "deliveries_drain",
     "delivery_process",
     "delivery_receive",
@@ -36,6 +39,7 @@ __all__ = [
     "delivery_replay",
     "integration_add",
     "integration_authenticate",
+    "integration_rotate",
     "roles_ensure",
     "safe_headers",
     "stale_delivery_ids",

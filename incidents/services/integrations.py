@@ -1,4 +1,4 @@
-"""Integrations (who may send alerts) and API tokens (who may read and act)."""
+"""Integrations: who may send alerts, with which token."""
 
 from __future__ import annotations
 
@@ -9,12 +9,10 @@ import threading
 import time
 
 from django.conf import settings
-from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, User
 from django.db import IntegrityError, connections, router, transaction
 from django.db.backends.base.base import BaseDatabaseWrapper
 from django.db.models.signals import post_delete, post_save
-from rest_framework.authtoken.models import Token
 
 from incidents.models import AuditRecord, Integration, storable_id, token_digest
 from incidents.services.audit import audit_record
@@ -58,6 +56,30 @@ def integration_add(
             )
     except IntegrityError:
         raise RootlineError("that token is in use by another integration; choose another") from None
+    return integration, token
+
+
+def integration_rotate(*, integration_id: int) -> tuple[Integration, str]:
+    """Give the integration a new generated token (returned, printed once) in place of its old one,
+    which every web process refuses within ROOTLINE_INTEGRATION_CACHE_SECONDS (`IntegrationCache`)."""
+    integration = None
+    if storable_id(integration_id):
+        integration = Integration.objects.filter(pk=integration_id).first()
+    if integration is None:
+        raise RootlineError(f"no integration {integration_id}")
+    token = secrets.token_urlsafe(32)
+    with transaction.atomic():
+        integration.token_digest = token_digest(token)
+        integration.save(update_fields=["token_digest"])
+        audit_record(
+            by=None,
+            via=AuditRecord.Via.SYSTEM,
+            target=integration,
+            action="integration_rotate",
+            field="token",
+            old="issued",
+            new="replaced",
+        )
     return integration, token
 
 
@@ -176,29 +198,3 @@ def integration_active_sql(connection: BaseDatabaseWrapper) -> str:
 def roles_ensure() -> None:
     for role in ROLES:
         Group.objects.get_or_create(name=role)
-
-
-def api_token_issue(*, username: str, create_user: bool = False) -> str:
-    User = get_user_model()
-    limit = concrete_field(User, User.USERNAME_FIELD).max_length or 150
-    if not username.strip() or len(username) > limit or not username.isprintable():
-        raise RootlineError(f"username: expected at most {limit} printable characters, got {username[:60]!r}")
-    user = User.objects.filter(username=username).first()
-    if user is None:
-        if not create_user:
-            raise RootlineError(f"no user {username!r}; pass --create-user to create a responder")
-        user = User.objects.create_user(username=username)
-        roles_ensure()
-        user.groups.add(Group.objects.get(name="responder"))
-    token, created = Token.objects.get_or_create(user=user)
-    if created:
-        audit_record(
-            by=None,
-            via=AuditRecord.Via.SYSTEM,
-            target=("user", user.get_username()),
-            action="api_token_issue",
-            field="api_token",
-            old=None,
-            new="issued",
-        )
-    return token.key

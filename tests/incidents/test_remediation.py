@@ -244,7 +244,7 @@ def test_accepted_items_fill_the_drafts_remediation_table_and_a_published_one_ke
 def test_a_tracker_sends_status_back_with_a_token_and_its_user_is_recorded(incident, users):
     from django.test import Client
 
-    from incidents.services.integrations import api_token_issue
+    from incidents.services.api_tokens import api_token_issue
 
     bot = users("tracker-bot", "responder")
     item = remediation_create(

@@ -8,7 +8,8 @@ from incidents.models import Integration
 
 class Command(BaseCommand):
     help = (
-        "Manage webhook integrations. `integration add` prints {id, kind, name, url, token} as one JSON line."
+        "Manage webhook integrations. `integration add` prints {id, kind, name, url, token} as one JSON "
+        "line; `integration rotate ID` gives one a new token and prints {id, url, token}."
     )
 
     def add_arguments(self, parser) -> None:
@@ -21,6 +22,8 @@ class Command(BaseCommand):
             "--rate-limit", type=float, dest="rate_limit", metavar="ALERTS_PER_S", help="no limit by default"
         )
         sub.add_parser("list", help="list integrations (tokens are not stored, so not shown)")
+        rotate = sub.add_parser("rotate", help="replace an integration's token and print the new one")
+        rotate.add_argument("id", type=int, metavar="ID")
 
     def handle(self, *args, action: str, **options) -> None:
         if action == "list":
@@ -35,6 +38,13 @@ class Command(BaseCommand):
                         }
                     )
                 )
+            return
+        if action == "rotate":
+            try:
+                integration, token = services.integration_rotate(integration_id=options["id"])
+            except services.RootlineError as exc:
+                raise CommandError(str(exc)) from None
+            self.stdout.write(json.dumps({"id": integration.pk, "url": integration.path, "token": token}))
             return
         try:
             integration, token = services.integration_add(
