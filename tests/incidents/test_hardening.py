@@ -38,7 +38,12 @@ def run(*args: str) -> str:
 
 
 def deploy_check(tmp_path: Path, **env: str) -> subprocess.CompletedProcess:
-    clean = {key: value for key, value in os.environ.items() if not key.startswith("ROOTLINE_")}
+    # The browser tests set DJANGO_ALLOW_ASYNC_UNSAFE for their live server; no deployment has it.
+    clean = {
+        key: value
+        for key, value in os.environ.items()
+        if not key.startswith("ROOTLINE_") and key != "DJANGO_ALLOW_ASYNC_UNSAFE"
+    }
     clean.update({"DJANGO_SETTINGS_MODULE": "rootline.settings", "ROOTLINE_DATA_DIR": str(tmp_path), **env})
     return subprocess.run(
         [sys.executable, "manage.py", "check", "--deploy", "--fail-level", "DEBUG"],
