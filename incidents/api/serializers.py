@@ -62,7 +62,9 @@ class IncidentSerializer(serializers.ModelSerializer):
     alert_count = serializers.IntegerField(read_only=True)
     root_cause = serializers.SerializerMethodField()
     chain = serializers.SerializerMethodField()
-    assignee = serializers.CharField(source="assignee.username", default=None, read_only=True, allow_null=True)
+    assignee = serializers.CharField(
+        source="assignee.username", default=None, read_only=True, allow_null=True
+    )
     merged_into = serializers.IntegerField(
         source="merged_into_id",
         allow_null=True,
