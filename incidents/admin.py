@@ -1,3 +1,5 @@
+from datetime import UTC
+
 from django.contrib import admin, messages
 from rest_framework.authtoken.models import TokenProxy
 
@@ -66,6 +68,10 @@ class DeliveryAdmin(RoleAdmin):
 
     @admin.display(description="body (as received)")
     def body_text(self, delivery: Delivery) -> str:
+        pruned = delivery.body_pruned_at
+        if pruned is not None:
+            at = pruned.astimezone(UTC)
+            return f"(pruned by retention on {at:%Y-%m-%d %H:%M} UTC, ROOTLINE_RETAIN_BODIES_DAYS)"
         return bytes(delivery.body[:200_000]).decode("utf-8", "replace")
 
     @admin.action(description="Replay the selected deliveries")

@@ -8,7 +8,10 @@ class IncidentsConfig(AppConfig):
     default_auto_field = "django.db.models.BigAutoField"
 
     def ready(self) -> None:
-        from incidents import tasks  # noqa: F401 - registers the tasks `incidents.flow` sends by name
+        from incidents import (
+            task_tallies,  # noqa: F401 - every task run counted for /metrics
+            tasks,  # noqa: F401 - registers the tasks `incidents.flow` sends by name
+        )
         from incidents.postmortems.template import load_template
         from rootline.postgres_types import use_c_timestamps
 

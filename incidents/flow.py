@@ -36,6 +36,7 @@ COLLECT_EVIDENCE = "incidents.collect_evidence"
 COLLECT_EVIDENCE_EACH = "incidents.collect_evidence_each"
 DRAFT_POSTMORTEMS = "incidents.draft_postmortems"
 REMEDIATION_WEBHOOK = "incidents.remediation_webhook"
+PRUNE = "incidents.prune"  # beat's, daily (docs/retention.md)
 
 
 def task(name: str) -> DjangoTask[Any, Any]:

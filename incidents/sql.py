@@ -18,6 +18,8 @@ other databases (the demo's SQLite).
   changes it (`copy_upsert`: no per-row work in Django, which cost worker CPU for every alert;
   an unchanged re-sent view costs no write; `tests/ingest/test_resent_groups.py`).
 - A correlation run's token swapped in one statement (`swap_run_token`).
+- Rootline's own figures (`/metrics`) added to in one `INSERT ... ON CONFLICT DO UPDATE` per
+  task run (`tally_upsert`, the same statement on SQLite).
 """
 
 from __future__ import annotations
@@ -339,3 +341,26 @@ def filter_json_list_has(rows: models.QuerySet, field: str, value: str) -> model
     return rows.alias(**{as_text: Cast(field, models.TextField())}).filter(
         **{f"{as_text}__contains": json.dumps(value)}
     )
+
+
+def tally_upsert(
+    model: type[models.Model], rows: Sequence[tuple[str, str, str, float]], at: datetime
+) -> None:
+    """Add each (name, labels, kind, value) to its stored row in one statement, the row created
+    at the value if it is new: a `sum` grows by the value, a `latest` takes it. Rows go in sorted
+    order, so two processes adding to the same rows lock them in the same order (no deadlock).
+    The same SQL on PostgreSQL and SQLite (3.24+: `ON CONFLICT ... DO UPDATE`)."""
+    if not rows:
+        return
+    table = connection.ops.quote_name(model._meta.db_table)
+    moment = concrete_field(model, "updated_at").get_db_prep_save(at, connection)
+    values = ", ".join(["(%s, %s, %s, %s, %s)"] * len(rows))
+    params = [param for row in sorted(rows) for param in (*row, moment)]
+    with connection.cursor() as cursor:
+        cursor.execute(
+            f"INSERT INTO {table} (name, labels, kind, value, updated_at) VALUES {values} "
+            f"ON CONFLICT (name, labels) DO UPDATE SET "
+            f"value = CASE WHEN EXCLUDED.kind = 'latest' THEN EXCLUDED.value "
+            f"ELSE {table}.value + EXCLUDED.value END, updated_at = EXCLUDED.updated_at",
+            params,
+        )

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import logging
+
 import requests
 from celery import shared_task
 from django.core.cache import cache
@@ -12,11 +14,13 @@ from incidents import flow, replay, services
 from incidents.flow import evidence_collect_now
 from incidents.models import AuditRecord, Incident
 from incidents.review.weeks import Week
-from incidents.services import correlation, remediation, review
+from incidents.services import correlation, remediation, retention, review
 from incidents.services.evidence import evidence_collect
 from incidents.services.postmortem_authoring import postmortems_refresh_for
 from incidents.services.postmortems import postmortems_due_on_resolve
 from incidents.services.remediation_webhook import WebhookRefused, remediation_webhook_send
+
+logger = logging.getLogger(__name__)
 
 
 @shared_task(
@@ -162,6 +166,21 @@ def review_freeze() -> None:
 def review_digest() -> None:
     """The closed week's digest mailed, once."""
     review.review_digest(week=Week.last_complete(timezone.now()), again=False)
+
+
+@shared_task(name=flow.PRUNE, ignore_result=True)
+def prune(
+    batch: int = retention.BATCH,
+    max_batches: int = retention.TASK_MAX_BATCHES,
+    max_seconds: float = retention.TASK_MAX_SECONDS,
+) -> dict[str, int | bool]:
+    """Retention in bounded batches (beat, daily): what a run leaves, the next one goes on with."""
+    report = retention.retention_prune(
+        batch=batch, max_batches=max_batches, max_seconds=max_seconds, resume=True
+    )
+    for line in report.lines():
+        logger.info("prune: %s", line)
+    return {"bodies": report.bodies, "alerts": report.alerts, "finished": report.finished}
 
 
 @shared_task(

@@ -80,6 +80,7 @@ def webhook_answer(request: HttpRequest, kind: str, integration_id: int) -> Http
             return webhook_receive(request, kind, integration_id, headers, declared, body)
     except (DataError, IntegrityError) as exc:
         # A value the parsers let through but the database refuses: retrying cannot help.
+        services.delivery_count_unstored(reason="unstorable")
         return json_error(
             400, f"body: a value could not be stored ({exc.__class__.__name__}); nothing was stored"
         )
@@ -105,6 +106,7 @@ def webhook_receive(
             integration_id=integration_id, kind=kind, token=routing_key_of(body.read()) or ""
         )
     if integration is None:
+        services.delivery_count_unstored(reason="unauthenticated")
         return json_error(
             401, "missing or wrong token: send 'Authorization: Bearer <token>' of this integration"
         )

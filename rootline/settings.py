@@ -300,6 +300,7 @@ CELERY_TASK_ROUTES = {
     "incidents.collect_evidence_each": {"queue": CELERY_EVIDENCE_QUEUE},
     "incidents.draft_postmortems": {"queue": CELERY_EVIDENCE_QUEUE},  # it reads the metrics, as evidence does
     "incidents.remediation_check": {"queue": CELERY_EVIDENCE_QUEUE},  # so do the checks
+    "incidents.prune": {"queue": CELERY_EVIDENCE_QUEUE},  # minutes of batches: never an ingestion worker's
 }
 # With N > 1 shards, a key's runs always go to the same queue of N (`<queue>-0` ... `<queue>-N-1`,
 # chosen by a hash of the key), each served by one process that keeps its keys' engine state
@@ -349,6 +350,12 @@ CORRELATION_KEPT_ALERTS = env_whole(
 # An imported action whose alerts have not arrived this long after it was kept (import_actions
 # before import_alerts) expires, naming them, and is no longer retried (incidents/replay.py).
 PENDING_ACTION_TTL_HOURS = env_whole("ROOTLINE_PENDING_ACTION_TTL_HOURS", 24, 1, 8760, "hours")
+# Retention (docs/retention.md, `manage.py prune` and beat's `incidents.prune`): delivery bodies are
+# emptied this many days after they were received (the row stays), and resolved alerts in no
+# incident that nothing refers to are deleted this many days after they ended, their counts rolled
+# up for the weekly review. Alerts stay at least a week: correlation and the review read them.
+RETAIN_BODIES_DAYS = env_whole("ROOTLINE_RETAIN_BODIES_DAYS", 30, 1, 3650, "days")
+RETAIN_ALERTS_DAYS = env_whole("ROOTLINE_RETAIN_ALERTS_DAYS", 90, 7, 3650, "days")
 # The sweeps that make the database, not the broker, the record of work owed: every this many
 # seconds, beat requeues what was stored and not taken up after REQUEUE_AFTER_SECONDS. A Celery
 # message held by a worker that was killed comes back only after the broker's visibility timeout
@@ -394,6 +401,12 @@ CELERY_BEAT_SCHEDULE = {
     "apply-pending-actions": {
         "task": "incidents.apply_pending_actions",
         "schedule": 30.0,
+    },
+    # Daily at 03:15 UTC (a quiet hour for most fleets): retention prunes delivery bodies and old
+    # alerts in short batches, for a few minutes at most; what is left waits for the next day.
+    "prune": {
+        "task": "incidents.prune",
+        "schedule": crontab(minute=15, hour=3),
     },
 }
 

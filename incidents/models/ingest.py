@@ -61,7 +61,8 @@ class Integration(models.Model):
 
 class Delivery(models.Model):
     """One POST as received. The raw body is kept (except over the size limit) so that any
-    delivery, good or bad, can be replayed after a fix."""
+    delivery, good or bad, can be replayed after a fix, until retention empties it
+    (`body_pruned_at`, docs/retention.md)."""
 
     class Status(models.TextChoices):
         PENDING = "pending"
@@ -89,6 +90,11 @@ class Delivery(models.Model):
     error = models.TextField(blank=True, default="")
     attempts = models.PositiveIntegerField(default=0)
     processed_at = models.DateTimeField(null=True, blank=True)
+    body_pruned_at = models.DateTimeField(
+        null=True,
+        blank=True,
+        help_text="when retention emptied its body (ROOTLINE_RETAIN_BODIES_DAYS); row and digest stay",
+    )
 
     class Meta:
         verbose_name_plural = "deliveries"

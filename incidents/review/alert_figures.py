@@ -7,20 +7,22 @@ fire without ever being part of an incident, and alerts that page with no runboo
   namespace or node): the March lesson, the fragmentation alert waved off before the OOMs.
 - A firing belongs to an incident when correlation put it in one with other alerts and it was
   not judged a false positive; a rule that fired alone every time is never in one.
+- Alerts retention pruned (docs/retention.md) count through their roll-ups (`AlertRollup`, per UTC
+  day and name): they were in no incident and not judged, so they add firings and runbook links.
 """
 
 from __future__ import annotations
 
 from collections import defaultdict
-from datetime import datetime, timedelta
+from datetime import UTC, date, datetime, time, timedelta
 from typing import Any
 
 from django.conf import settings
-from django.db.models import Count, Q
+from django.db.models import Count, Q, QuerySet
 
 from correlate.scope import scope_of
 from incidents.markdown import safe_href
-from incidents.models import Alert, IncidentAction
+from incidents.models import Alert, AlertRollup, IncidentAction
 from incidents.review.incident_figures import WeekIncident
 from incidents.runbooks import runbook_file
 
@@ -152,6 +154,8 @@ def alert_names(start: datetime, end: datetime) -> list[dict[str, Any]]:
         .values("incident_id")
     )
     per_name: dict[str, list[int]] = defaultdict(lambda: [0, 0, 0])
+    for name, firings in rolled_up(start, end).filter(firings__gt=0).values_list("alertname", "firings"):
+        per_name[name or "(unnamed)"][0] += firings
     for name, firings, in_incident, judged in (
         Alert.objects.filter(week, kind=Alert.Kind.ALERT)
         .values("alertname")
@@ -193,10 +197,33 @@ def without_runbook(start: datetime, end: datetime, names: dict[str, int]) -> li
         .values_list("alertname", "annotations__runbook_url", "annotations__runbook")
         .distinct()
     ):
-        own = str(url or other or "")
-        if own.startswith(("https://", "http://")) and safe_href(own):
+        if own_runbook_linked(url, other):
             linked.add(name)
+    linked.update(
+        rolled_up(start, end)
+        .filter(alertname__in=list(missing), runbook_linked=True)
+        .values_list("alertname", flat=True)
+    )
     bare = sorted(
         ((n, name) for name, n in missing.items() if name not in linked), key=lambda p: (-p[0], p[1])
     )
     return [{"alertname": name, "firings": n} for n, name in bare[:NO_RUNBOOK_SHOWN]]
+
+
+def own_runbook_linked(url: Any, other: Any) -> bool:
+    """Whether an alert's annotations (`runbook_url`, else `runbook`) link a runbook of its own
+    that a page may show; retention keeps this of the alerts it prunes."""
+    own = str(url or other or "")
+    return own.startswith(("https://", "http://")) and bool(safe_href(own))
+
+
+def rolled_up(start: datetime, end: datetime) -> QuerySet[AlertRollup]:
+    """The roll-ups of the UTC days that lie wholly in [start, end) (a review's week is seven)."""
+    first, last = first_whole_day(start), end.astimezone(UTC).date()
+    return AlertRollup.objects.filter(day__gte=first, day__lt=last)
+
+
+def first_whole_day(moment: datetime) -> date:
+    moment = moment.astimezone(UTC)
+    day = moment.date()
+    return day if moment == datetime.combine(day, time(), UTC) else day + timedelta(days=1)

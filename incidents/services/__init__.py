@@ -1,14 +1,16 @@
 """Rootline's writes: plain functions that views, tasks, admin actions and management commands
 all call. `integrations` (senders and their tokens), `api_tokens` (the API's), `deliveries` (what
 webhooks received and how it is processed), `alerts` (occurrences), `incidents` (what people do to
-incidents), `matrix` (the root-cause matrix); `errors` (the one error type, `RootlineError`, with
-its codes) and `roles`."""
+incidents), `matrix` (the root-cause matrix), `tallies` (Rootline's own figures for /metrics) and
+`mail` (outgoing mail, counted); `errors` (the one error type, `RootlineError`, with its codes)
+and `roles`."""
 
 from incidents.services.alerts import alerts_upsert
 from incidents.services.api_tokens import api_token_issue, api_token_user
 from incidents.services.deliveries import (
     Receipt,
     deliveries_drain,
+    delivery_count_unstored,
     delivery_process,
     delivery_receive,
     delivery_record_refusal,
@@ -33,6 +35,7 @@ __all__ = [
     "api_token_issue",
     "api_token_user",
     "deliveries_drain",
+    "delivery_count_unstored",
     "delivery_process",
     "delivery_receive",
     "delivery_record_refusal",

@@ -27,6 +27,15 @@ from incidents.models import Delivery, Integration
 from incidents.services.alerts import View, alerts_upsert, split_by_handling, upsert_views
 from incidents.services.correlation import correlation_key_of
 from incidents.services.errors import CONFLICT, RootlineError, not_found
+from incidents.services.tallies import (
+    DELIVERIES_ACCEPTED,
+    DELIVERIES_REJECTED,
+    DELIVERY_ALERTS_ACCEPTED,
+    DELIVERY_ALERTS_REJECTED,
+    INGEST_DELAY,
+    tally_add,
+    tally_observe_many,
+)
 from incidents.sql import insert_unless_conflict
 from rootline.gc_pause import gc_paused
 
@@ -113,7 +122,9 @@ def delivery_receive(
             raise IntegrityError("delivery_body_once conflict without an earlier delivery")
         return receipt_for(earlier)
     if delivery.status == Delivery.Status.PENDING:
-        delivery_enqueue(delivery.pk)
+        delivery_enqueue(delivery.pk)  # counted by the worker that reads it
+    else:
+        deliveries_count([delivery])  # refused, or nothing to read: no worker will see it
     return receipt_for(delivery)
 
 
@@ -159,7 +170,7 @@ def delivery_record_refusal(
     *, integration: Integration, status: str, size: int, headers: dict[str, str], error: str
 ) -> Delivery:
     """A body we did not keep (too large, over the rate limit): its size and headers are kept."""
-    return Delivery.objects.create(
+    refused = Delivery.objects.create(
         integration=integration,
         received_at=timezone.now(),
         status=status,
@@ -167,6 +178,31 @@ def delivery_record_refusal(
         headers=headers,
         error=error,
     )
+    tally_add(DELIVERIES_REJECTED, reason=status)  # the status is the reason: too_large, throttled
+    return refused
+
+
+def delivery_count_unstored(*, reason: str) -> None:
+    """A webhook refused before anything was stored (a wrong token, a value the database refuses)."""
+    tally_add(DELIVERIES_REJECTED, reason=reason)
+
+
+def deliveries_count(deliveries: list[Delivery], *, read_at: datetime | None = None) -> None:
+    """Rootline's own figures for deliveries read: accepted or rejected, with the alerts in them
+    read or not (up to 1,000 a body, as stored); `read_at`, a worker's read: how long each waited."""
+    accepted = [d for d in deliveries if d.status == Delivery.Status.PROCESSED]
+    rejected = sum(d.status == Delivery.Status.REJECTED for d in deliveries)
+    if accepted:
+        tally_add(DELIVERIES_ACCEPTED, len(accepted))
+        tally_add(DELIVERY_ALERTS_ACCEPTED, sum(d.accepted for d in accepted))
+    if rejected:
+        tally_add(DELIVERIES_REJECTED, rejected, reason="unreadable")
+    unread = sum(len(d.rejected) for d in deliveries)
+    if unread:
+        tally_add(DELIVERY_ALERTS_REJECTED, unread)
+    if read_at is not None and accepted:
+        waited = sum((read_at - d.received_at).total_seconds() for d in accepted)
+        tally_observe_many(INGEST_DELAY, max(0.0, waited), len(accepted))
 
 
 def delivery_process(*, delivery_id: int) -> None:
@@ -274,6 +310,7 @@ def deliveries_process(deliveries: list[Delivery]) -> None:
         delivery.error = ""
     rounds.flush()
     deliveries_save_outcome(deliveries)
+    deliveries_count(deliveries, read_at=now)  # counted once the batch commits
     correlation_enqueue(keys)
 
 
@@ -317,7 +354,9 @@ class OccurrenceRounds:
 
 
 def delivery_replay(*, delivery_id: int) -> Delivery:
-    """Process a stored body again, e.g. a rejected one after a parser fix."""
+    """Process a stored body again, e.g. a rejected one after a parser fix. A body retention
+    emptied is refused, as one never kept is (the check and the status change are one statement,
+    so a prune between them cannot leave an empty body to process)."""
     delivery = Delivery.objects.filter(pk=delivery_id).first()
     if delivery is None:
         raise not_found(f"no delivery {delivery_id}")
@@ -326,10 +365,23 @@ def delivery_replay(*, delivery_id: int) -> Delivery:
             f"delivery {delivery_id} has no stored body ({delivery.status}); the sender must send it again",
             code=CONFLICT,
         )
-    Delivery.objects.filter(pk=delivery_id).update(status=Delivery.Status.PENDING, error="")
+    if not Delivery.objects.filter(pk=delivery_id, body_pruned_at__isnull=True).update(
+        status=Delivery.Status.PENDING, error=""
+    ):
+        raise body_pruned(Delivery.objects.get(pk=delivery_id))
     delivery_process(delivery_id=delivery_id)
     delivery.refresh_from_db()
     return delivery
+
+
+def body_pruned(delivery: Delivery) -> RootlineError:
+    pruned = delivery.body_pruned_at
+    when = f" on {pruned:%Y-%m-%d} (UTC)" if pruned else ""
+    return RootlineError(
+        f"delivery {delivery.pk}'s body was pruned by retention{when} (ROOTLINE_RETAIN_BODIES_DAYS): "
+        "nothing is left to replay; the sender must send it again",
+        code=CONFLICT,
+    )
 
 
 def stale_delivery_ids(*, older_than: timedelta | None = None, limit: int = 1000) -> list[int]:

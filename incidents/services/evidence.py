@@ -34,6 +34,7 @@ from incidents.evidence.points import RangeSeries, labels_key, pack_points, unpa
 from incidents.evidence.prometheus import PrometheusError, PrometheusSource
 from incidents.flow import MIN_INTERVAL_SECONDS, evidence_pending_flag, evidence_started_key
 from incidents.models import Alert, EvidenceGap, EvidenceSeries, Incident
+from incidents.services.tallies import EVIDENCE_COLLECTION, EVIDENCE_ERRORS, tally_add, tally_timed
 from incidents.sql import advisory_xact_lock
 from incidents.timeline import first_red_crossing
 
@@ -61,6 +62,7 @@ class CollectResult:
     gaps: list[str] = field(default_factory=list)
     cleared: list[str] = field(default_factory=list)
     skipped: str = ""
+    query_errors: int = 0  # queries Prometheus or the local store answered with an error
 
 
 @dataclass
@@ -111,10 +113,15 @@ def evidence_window(alerts: list[Alert], now: datetime) -> Window:
 
 def evidence_collect(*, incident_id: int, now: datetime | None = None) -> CollectResult:
     """Collect the incident's evidence; stamped as collected (`evidence_collected_at`) with the
-    time it started only once it has finished, so one cut short by a dying worker is swept up."""
-    started = django_timezone.now()
-    result = _collect(incident_id, now or started)
-    Incident.objects.filter(pk=incident_id).update(evidence_collected_at=started)
+    time it started only once it has finished, so one cut short by a dying worker is swept up.
+    Timed for /metrics; one that raises, or that Prometheus (or the local store) answered with
+    an error, is an evidence error (Prometheus left unset is not one)."""
+    with tally_timed(EVIDENCE_COLLECTION, errors=EVIDENCE_ERRORS):
+        started = django_timezone.now()
+        result = _collect(incident_id, now or started)
+        Incident.objects.filter(pk=incident_id).update(evidence_collected_at=started)
+    if result.query_errors:
+        tally_add(EVIDENCE_ERRORS)
     return result
 
 
@@ -136,6 +143,7 @@ def _collect(incident_id: int, now: datetime) -> CollectResult:
         )
     answers = fetch(plan, window)
     result = persist(incident_id, answers, window, now)
+    result.query_errors = sum(any(e != NOT_CONFIGURED for e in answer.errors) for answer in answers)
     first_red_at_refresh(incident_id)
     return result
 

@@ -11,7 +11,6 @@ from typing import Any
 
 from django.conf import settings
 from django.contrib.auth.models import User
-from django.core.mail import send_mail
 from django.db import transaction
 from django.utils import timezone
 
@@ -23,9 +22,11 @@ from incidents.models import Incident, Postmortem, RemediationItem
 from incidents.selectors import seen_before
 from incidents.services.audit import audit_record
 from incidents.services.errors import forbidden, invalid
+from incidents.services.mail import mail_send
 from incidents.services.postmortem_authoring import postmortem_refresh_remediation
 from incidents.services.postmortems import postmortem_draft
 from incidents.services.roles import has_role, require_role
+from incidents.services.tallies import REMEDIATION_CHECKS, REMEDIATION_CHECKS_FAILED, tally_add
 
 Status = RemediationItem.Status
 HORIZONS = {"24h": timedelta(hours=24), "1w": timedelta(days=7), "1m": timedelta(days=30)}
@@ -255,9 +256,14 @@ def due_for_check(item: RemediationItem, now: datetime) -> bool:
 
 def remediation_check(*, item: RemediationItem, now: datetime | None = None) -> RemediationItem:
     """Evaluate the item's check now and move it: held long enough -> verified; failing after it
-    was verified -> regressed (its owner is told); empty -> stays done; no answer -> unchanged."""
+    was verified -> regressed (its owner is told); empty -> stays done; no answer -> unchanged.
+    Counted for /metrics: every check run, and those that could not evaluate."""
     now = now or timezone.now()
-    return remediation_judge(item=item, outcome=evaluate(item.check_expr, now), now=now)
+    outcome = evaluate(item.check_expr, now)
+    tally_add(REMEDIATION_CHECKS)
+    if outcome["ok"] is None:
+        tally_add(REMEDIATION_CHECKS_FAILED)
+    return remediation_judge(item=item, outcome=outcome, now=now)
 
 
 def remediation_judge(*, item: RemediationItem, outcome: dict[str, Any], now: datetime) -> RemediationItem:
@@ -388,11 +394,12 @@ def _tell_owner(item: RemediationItem, state: str) -> bool:
         "regressed": "was verified, and its check no longer holds",
     }[state]
     link = f"{settings.BASE_URL}/remediations/?owner={owner.get_username()}"
-    send_mail(
+    mail_send(
+        kind="remediation",
         subject=f"[Rootline] remediation {state.replace('_', ' ')}: {item.title[:120]}",
         message=f"{item.title}\n\n{words}.\nIncident #{item.incident_id}. "
         f"Verification: {item.verification or '-'}\n\n{link}\n",
-        from_email=None, recipient_list=[owner.email], fail_silently=False,
+        recipients=[owner.email],
     )  # fmt: skip
     return True
 

@@ -7,7 +7,6 @@ from dataclasses import dataclass
 from datetime import datetime
 
 from django.conf import settings
-from django.core.mail import send_mail
 from django.db import transaction
 from django.utils import timezone
 
@@ -16,6 +15,7 @@ from incidents.review.export import review_markdown
 from incidents.review.report import review, trend_rows, week_figures
 from incidents.review.weeks import Week
 from incidents.services.errors import conflict
+from incidents.services.mail import mail_send
 
 
 @dataclass(frozen=True)
@@ -59,12 +59,11 @@ def review_digest(*, week: Week, now: datetime | None = None, again: bool = True
         return []
     figures = review(week, now)
     link = f"{settings.BASE_URL}/review/?week={week}"
-    send_mail(
+    mail_send(
+        kind="review",
         subject=f"[Rootline] weekly reliability review {week}: {digest_headline(figures)}",
         message=f"{review_markdown(figures)}\n{link}\n",
-        from_email=None,
-        recipient_list=recipients,
-        fail_silently=False,
+        recipients=recipients,
     )
     if frozen is not None:
         ReviewWeek.objects.filter(pk=frozen.pk).update(digest_sent_at=now)

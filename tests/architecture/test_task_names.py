@@ -24,6 +24,7 @@ PINNED = {
     "incidents.remediation_check",
     "incidents.remediation_remind",
     "incidents.remediation_webhook",
+    "incidents.prune",
 }
 
 

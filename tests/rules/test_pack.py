@@ -43,6 +43,7 @@ def test_the_pack_covers_every_source_and_the_six_failure_modes(alerts):
         "kubernetes.yml",
         "gateway.yml",
         "kv-fragmentation.yml",
+        "rootline.yml",
     }
     modes = {a.failure_mode for a in alerts}
     assert {"oom", "preemption", "timeout", "kv_fragmentation", "hot_instance", "numeric"} <= modes

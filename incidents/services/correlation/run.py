@@ -40,6 +40,7 @@ from incidents.models import Alert, CorrelationLock, Decision, Incident
 from incidents.services.correlation.keys import lookback
 from incidents.services.correlation.state import KEPT, KeyState
 from incidents.services.correlation.sync import SyncScope, incidents_sync
+from incidents.services.tallies import CORRELATION_ERRORS, CORRELATION_RUN, tally_timed
 from incidents.sql import advisory_xact_lock, count_ids, swap_run_token
 from rootline.gc_pause import freeze_run_survivors, full_collection_due, gc_paused
 
@@ -54,22 +55,24 @@ def correlation_run(*, key: str, since: datetime | None = None, keep_state: bool
 
     A worker's run takes at most `settings.CORRELATION_SLICE` new alerts, oldest first; when more
     wait, the worker queues the key again behind the other keys of its shard (so one cluster's
-    storm cannot hold the others back), and an eager run (no broker) simply goes on."""
-    cache.delete(pending_flag(key))
-    started = time.perf_counter()
-    touched: list[int] = []
-    while True:
-        done, more = correlation_slice(key=key, since=since, keep_state=keep_state)
-        touched.extend(pk for pk in done if pk not in touched)
-        if not more:
-            if keep_state:
-                note_run_finished(
-                    key, time.perf_counter() - started
-                )  # a worker's run paces the key's next one
-            return touched
-        if not settings.CELERY_TASK_ALWAYS_EAGER:
-            transaction.on_commit(lambda: correlation_enqueue_now([key], paced=False), robust=True)
-            return touched
+    storm cannot hold the others back), and an eager run (no broker) simply goes on. Timed, and
+    counted when it raises, for /metrics."""
+    with tally_timed(CORRELATION_RUN, errors=CORRELATION_ERRORS):
+        cache.delete(pending_flag(key))
+        started = time.perf_counter()
+        touched: list[int] = []
+        while True:
+            done, more = correlation_slice(key=key, since=since, keep_state=keep_state)
+            touched.extend(pk for pk in done if pk not in touched)
+            if not more:
+                if keep_state:
+                    note_run_finished(
+                        key, time.perf_counter() - started
+                    )  # a worker's run paces the key's next one
+                return touched
+            if not settings.CELERY_TASK_ALWAYS_EAGER:
+                transaction.on_commit(lambda: correlation_enqueue_now([key], paced=False), robust=True)
+                return touched
 
 
 def correlation_slice(*, key: str, since: datetime | None, keep_state: bool) -> tuple[list[int], bool]:
