@@ -163,6 +163,8 @@ AXES_LOCKOUT_PARAMETERS = [["username", "ip_address"]]
 AXES_RESET_ON_SUCCESS = True
 AXES_LOCKOUT_TEMPLATE = "registration/locked_out.html"
 AXES_VERBOSE = False
+# Only failures are kept (and cleared by a success): a row per successful sign-in would grow for good.
+AXES_DISABLE_ACCESS_LOG = True
 AXES_CLIENT_IP_CALLABLE = "rootline.middleware.client_address"
 
 # Content-Security-Policy (django-csp): no inline script or style anywhere, everything from this
