@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from drf_spectacular.utils import extend_schema
+from drf_spectacular.utils import extend_schema, extend_schema_field
 from rest_framework import serializers
 from rest_framework.exceptions import NotFound
 from rest_framework.request import Request
@@ -46,9 +46,17 @@ class TimelineItemSerializer(serializers.Serializer):
     )
 
 
+@extend_schema_field({"oneOf": [{"type": "string"}, {"type": "integer"}]})
+class EvidenceRefId(serializers.Field):
+    """An alert's or action's id is a number, a threshold's or catalog entry's a name."""
+
+    def to_representation(self, value):
+        return value
+
+
 class EvidenceRefSerializer(serializers.Serializer):
     kind = serializers.ChoiceField(["alert", "threshold", "action", "change", "catalog"])
-    id = serializers.CharField()
+    id = EvidenceRefId()
 
 
 class MatrixCellSerializer(serializers.Serializer):
