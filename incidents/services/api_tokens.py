@@ -4,10 +4,7 @@ token is printed once, when minted); a person may hold several, and rotating rev
 from __future__ import annotations
 
 import secrets
-import threading
-import time
 
-from django.conf import settings
 from django.contrib.auth import get_user_model
 from django.contrib.auth.models import Group, User
 from django.db import transaction
@@ -17,7 +14,7 @@ from django.utils import timezone
 from incidents.models import ApiToken, AuditRecord, token_digest
 from incidents.services.audit import audit_record
 from incidents.services.errors import RootlineError
-from incidents.services.integrations import roles_ensure
+from incidents.services.integrations import RecentCache, roles_ensure
 from incidents.sql import concrete_field
 
 
@@ -80,36 +77,7 @@ def api_token_user(token: str) -> User | None:
     return row.user
 
 
-class ApiTokenCache:
-    """Tokens that authenticated lately, per process, for a few seconds (by digest)."""
-
-    MAX_ENTRIES = 1024
-
-    def __init__(self) -> None:
-        self.entries: dict[str, tuple[float, User]] = {}
-        self.lock = threading.Lock()
-
-    def get(self, digest: str) -> User | None:
-        entry = self.entries.get(digest)
-        if entry is None or entry[0] < time.monotonic():
-            return None
-        return entry[1]
-
-    def put(self, digest: str, user: User) -> None:
-        ttl = settings.ROOTLINE_INTEGRATION_CACHE_SECONDS
-        if ttl <= 0:
-            return
-        with self.lock:
-            if len(self.entries) >= self.MAX_ENTRIES:
-                self.entries.clear()
-            self.entries[digest] = (time.monotonic() + ttl, user)
-
-    def clear(self, **_: object) -> None:
-        with self.lock:
-            self.entries.clear()
-
-
-API_TOKENS = ApiTokenCache()
+API_TOKENS: RecentCache[str, User] = RecentCache()  # by token digest
 # A change saved in this process (admin, management commands, tests) applies at once here.
 post_save.connect(API_TOKENS.clear, sender=ApiToken, dispatch_uid="rootline-api-token-cache-save")
 post_delete.connect(API_TOKENS.clear, sender=ApiToken, dispatch_uid="rootline-api-token-cache-delete")

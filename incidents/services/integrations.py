@@ -7,6 +7,7 @@ import math
 import secrets
 import threading
 import time
+from typing import Generic, TypeVar
 
 from django.conf import settings
 from django.contrib.auth.models import Group, User
@@ -20,6 +21,8 @@ from incidents.services.errors import RootlineError
 from incidents.services.roles import ROLES
 from incidents.sql import concrete_field
 
+K = TypeVar("K")
+V = TypeVar("V")
 NAME_MAX: int = concrete_field(Integration, "name").max_length or 200
 
 
@@ -111,43 +114,54 @@ def integration_authenticate(*, integration_id: int, kind: str, token: str) -> I
     if not token or not storable_id(integration_id):
         return None
     digest = token_digest(token)
-    remembered = INTEGRATIONS.get(integration_id, kind)
+    remembered = INTEGRATIONS.get_integration(integration_id, kind)
     if remembered is not None and hmac.compare_digest(remembered.token_digest, digest):
         return remembered
     integration = integration_active(integration_id, kind)
     if integration is None or not hmac.compare_digest(integration.token_digest, digest):
         return None
-    INTEGRATIONS.put(integration)
+    INTEGRATIONS.put_integration(integration)
     return integration
 
 
-class IntegrationCache:
-    """Integrations that authenticated a webhook lately, per process, for a few seconds."""
+class RecentCache(Generic[K, V]):
+    """What authenticated lately, per process, for ROOTLINE_INTEGRATION_CACHE_SECONDS: integrations
+    here, API tokens in `api_tokens`."""
 
     MAX_ENTRIES = 1024
 
     def __init__(self) -> None:
-        self.entries: dict[tuple[int, str], tuple[float, Integration]] = {}
+        self.entries: dict[K, tuple[float, V]] = {}
         self.lock = threading.Lock()
 
-    def get(self, integration_id: int, kind: str) -> Integration | None:
-        entry = self.entries.get((integration_id, kind))
+    def get(self, key: K) -> V | None:
+        entry = self.entries.get(key)
         if entry is None or entry[0] < time.monotonic():
             return None
         return entry[1]
 
-    def put(self, integration: Integration) -> None:
+    def put(self, key: K, value: V) -> None:
         ttl = settings.ROOTLINE_INTEGRATION_CACHE_SECONDS
         if ttl <= 0:
             return
         with self.lock:
             if len(self.entries) >= self.MAX_ENTRIES:
                 self.entries.clear()
-            self.entries[(integration.pk, integration.kind)] = (time.monotonic() + ttl, integration)
+            self.entries[key] = (time.monotonic() + ttl, value)
 
     def clear(self, **_: object) -> None:
         with self.lock:
             self.entries.clear()
+
+
+class IntegrationCache(RecentCache[tuple[int, str], Integration]):
+    """Integrations that authenticated a webhook lately, by (id, kind)."""
+
+    def get_integration(self, integration_id: int, kind: str) -> Integration | None:
+        return self.get((integration_id, kind))
+
+    def put_integration(self, integration: Integration) -> None:
+        self.put((integration.pk, integration.kind), integration)
 
 
 INTEGRATIONS = IntegrationCache()
